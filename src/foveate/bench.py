@@ -1,0 +1,149 @@
+"""Benchmarks: encode time per channel group, select time (scoring + cascade; with the token cut), memory.
+
+    foveate bench                      # bundled photo and page at 1024x1024, presets fast/default/full
+    foveate bench -i big.jpg --json bench.json
+
+Medians and interquartile ranges of ``repeats`` runs after one warm-up; the JSON carries the machine,
+library versions and the git commit so figures can be compared across runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable
+
+import cv2
+import numpy as np
+import torch
+from rich.console import Console
+from rich.table import Table
+
+from .config import EncodeConfig
+from .device import describe, resolve_device
+from .io import load_image
+from .selection import select
+from .texture import encode_array
+
+EXAMPLES = Path(__file__).resolve().parent / "examples"
+
+
+def timed(fn: Callable[[], object], repeats: int) -> dict[str, float]:
+    """Median, p25, p75 and min of ``repeats`` calls (ms), after one warm-up call."""
+    fn()
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        ts.append((time.perf_counter() - t0) * 1000.0)
+    q = statistics.quantiles(ts, n=4) if len(ts) > 1 else [ts[0]] * 3
+    return {"median": statistics.median(ts), "p25": q[0], "p75": q[2], "min": min(ts), "n": len(ts)}
+
+
+def default_images() -> list[tuple[str, np.ndarray]]:
+    """The bundled photo and page, each resized to 1024x1024 (area-averaged or bilinear)."""
+    out = []
+    for name in ("photo.jpg", "page.png"):
+        img = load_image(EXAMPLES / name)
+        interp = cv2.INTER_AREA if min(img.shape[:2]) >= 1024 else cv2.INTER_CUBIC
+        out.append((f"{Path(name).stem} 1024x1024", cv2.resize(img, (1024, 1024), interpolation=interp)))
+    return out
+
+
+def machine_info(device: torch.device) -> dict:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                cwd=Path(__file__).parent, timeout=5).stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        commit = None
+    return {"cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(), "platform": platform.platform(),
+            "processor": platform.processor() or platform.machine(), "python": platform.python_version(),
+            "torch": torch.__version__, "opencv": cv2.__version__, "device": describe(device), "commit": commit}
+
+
+def bench_image(name: str, img: np.ndarray, presets: list[str], repeats: int, device: torch.device) -> dict:
+    """All measurements for one image."""
+    rec: dict = {"image": name, "size": [int(img.shape[1]), int(img.shape[0])], "presets": {}}
+    for preset in presets:
+        cfg = EncodeConfig(preset=preset)
+        groups: dict[str, list[float]] = {}
+        totals = []
+        encode_array(img, cfg, device)  # warm-up
+        for _ in range(max(3, repeats // 4)):
+            t0 = time.perf_counter()
+            tex = encode_array(img, cfg, device)
+            totals.append((time.perf_counter() - t0) * 1000.0)
+            for g, ms in tex.timings_ms.items():
+                groups.setdefault(g, []).append(ms)
+        p: dict = {
+            "encode_ms": statistics.median(totals),
+            "groups_ms": {g: statistics.median(v) for g, v in groups.items() if g not in ("total", "decode")},
+            "absent": list(tex.absent),
+            "channels": len(tex.channels),
+            "levels": tex.num_levels,
+            "feature_bytes": tex.feature_bytes(),
+            "bytes": tex.nbytes(),
+            "select_ms": {},
+        }
+        center = {"points": [(img.shape[1] * 0.3, img.shape[0] * 0.4)]}
+        for mode in ("quadtree", "topk"):
+            p["select_ms"][mode] = {
+                "score+select": timed(lambda: select(tex, center, mode=mode, cut=False), repeats),
+                "score+select+cut": timed(lambda: select(tex, center, mode=mode, cut=True), repeats),
+            }
+        rec["presets"][preset] = p
+    return rec
+
+
+def run_bench(images: list[Path], repeats: int = 20, presets: list[str] | None = None,
+              json_path: Path | None = None, device: str | None = "auto", console: Console | None = None) -> dict:
+    console = console or Console()
+    dev = resolve_device(device)
+    presets = presets or ["fast", "default", "full"]
+    inputs = [(p.name, load_image(p)) for p in images] if images else default_images()
+    result = {"machine": machine_info(dev), "repeats": repeats, "images": []}
+    console.print(f"device {describe(dev)}, {os.cpu_count()} CPUs, torch {torch.__version__} "
+                  f"({torch.get_num_threads()} threads), {repeats} repeats, medians", highlight=False)
+    for name, img in inputs:
+        with console.status(f"benchmarking {name} ..."):
+            rec = bench_image(name, img, presets, repeats, dev)
+        result["images"].append(rec)
+        _print_image(console, rec)
+    if json_path is not None:
+        Path(json_path).write_text(json.dumps(result, indent=1))
+        console.print(f"wrote {json_path}")
+    return result
+
+
+def _print_image(console: Console, rec: dict) -> None:
+    presets = list(rec["presets"])
+    t = Table(title=f"{rec['image']}: encode ms per channel group (median)", box=None)
+    t.add_column("group")
+    for p in presets:
+        t.add_column(p, justify="right")
+    groups = []
+    for p in presets:
+        groups += [g for g in rec["presets"][p]["groups_ms"] if g not in groups]
+    for g in groups:
+        t.add_row(g, *[f"{rec['presets'][p]['groups_ms'][g]:.1f}" if g in rec["presets"][p]["groups_ms"] else "-"
+                       for p in presets])
+    t.add_row("[bold]encode total[/]", *[f"[bold]{rec['presets'][p]['encode_ms']:.1f}[/]" for p in presets])
+    t.add_row("channels / levels", *[f"{rec['presets'][p]['channels']} / {rec['presets'][p]['levels']}" for p in presets])
+    t.add_row("feature texture KiB", *[f"{rec['presets'][p]['feature_bytes'] / 1024:.0f}" for p in presets])
+    console.print(t)
+    s = Table(title=f"{rec['image']}: select ms (median \\[p25-p75])", box=None)
+    s.add_column("preset")
+    s.add_column("mode")
+    s.add_column("score + select", justify="right")
+    s.add_column("+ token cut", justify="right")
+    for p in presets:
+        for mode, m in rec["presets"][p]["select_ms"].items():
+            a, b = m["score+select"], m["score+select+cut"]
+            s.add_row(p, mode, f"{a['median']:.2f} \\[{a['p25']:.2f}-{a['p75']:.2f}]",
+                      f"{b['median']:.2f} \\[{b['p25']:.2f}-{b['p75']:.2f}]")
+    console.print(s)

@@ -1,0 +1,140 @@
+"""Frozen configuration dataclasses.  Change them with ``dataclasses.replace``; the encode config's hash is
+part of every cache key (saved textures, the store), so two textures are interchangeable iff their
+``EncodeConfig.hash()`` and image content hash agree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass
+
+from .errors import BudgetError, ConfigError
+
+#: Bump when a change to the channel generators changes the numbers they produce.
+ENCODER_VERSION = "1"
+
+DEFAULT_BUDGET = 273
+MODES = ("quadtree", "topk")
+
+
+@dataclass(frozen=True)
+class EncodeConfig:
+    """What ``encode`` computes.
+
+    Attributes:
+        preset: named set of channel groups: ``fast``, ``default`` or ``full`` (see ``foveate.channels.PRESETS``).
+        groups: explicit group names; overrides ``preset`` when given.
+        patch_size: P, the side in pixels of a level-0 tile (and of every token).
+        max_levels: number of pyramid levels (0..max_levels-1); small images get fewer, down to a 1x1 grid.
+        max_pixels: decompression-bomb guard: larger images raise ``ImageTooLargeError`` before decoding.
+        n_segments: target number of superpixels for the ``clusters`` and ``boundaries`` groups.
+        options: per-group options as sorted ``(key, value)`` pairs (e.g. a semantic model path); part of the hash.
+    """
+
+    preset: str = "default"
+    groups: tuple[str, ...] | None = None
+    patch_size: int = 16
+    max_levels: int = 5
+    max_pixels: int = 64_000_000
+    n_segments: int = 50
+    options: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.patch_size, int) or not 2 <= self.patch_size <= 512:
+            raise ConfigError(f"patch_size must be an integer in [2, 512], got {self.patch_size!r}")
+        if not isinstance(self.max_levels, int) or not 1 <= self.max_levels <= 10:
+            raise ConfigError(f"max_levels must be an integer in [1, 10], got {self.max_levels!r}")
+        if not isinstance(self.max_pixels, int) or self.max_pixels < 1:
+            raise ConfigError(f"max_pixels must be a positive integer, got {self.max_pixels!r}")
+        if not isinstance(self.n_segments, int) or not 1 <= self.n_segments <= 10_000:
+            raise ConfigError(f"n_segments must be an integer in [1, 10000], got {self.n_segments!r}")
+        if self.groups is not None:
+            object.__setattr__(self, "groups", tuple(self.groups))
+        object.__setattr__(self, "options", tuple(sorted((str(k), str(v)) for k, v in dict(self.options).items())))
+
+    def option(self, key: str, default: str | None = None) -> str | None:
+        return dict(self.options).get(key, default)
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["groups"] = list(self.groups) if self.groups is not None else None
+        d["options"] = dict(self.options)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> EncodeConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        d = {k: v for k, v in d.items() if k in known}
+        if d.get("groups") is not None:
+            d["groups"] = tuple(d["groups"])
+        d["options"] = tuple(dict(d.get("options") or {}).items())
+        return cls(**d)
+
+    def hash(self) -> str:
+        """Stable hash of everything that changes the texture's numbers (16 hex digits).
+
+        ``max_pixels`` is a guard, not a parameter of the result, so it is left out.
+        """
+        d = self.to_dict()
+        d.pop("max_pixels")
+        d["encoder_version"] = ENCODER_VERSION
+        blob = json.dumps(d, sort_keys=True, separators=(",", ":")).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class SelectConfig:
+    """How ``select`` spends the budget.
+
+    Attributes:
+        budget: tokens to select (a token is one P x P patch at some level).
+        mode: ``quadtree`` (cover the whole image, split where relevance x detail is highest) or ``topk``
+            (the coarse-to-fine cascade).
+        area_exponent: quadtree split priority = relevance x need x (2**level) ** area_exponent; 0 splits purely
+            by relevance x need, 2 weighs the area a split refines (breadth-first).
+        min_level: the quadtree never splits below this level (1 = never cut level-0 tokens).
+        topk_levels: cascade stage levels, coarse to fine; clamped to the texture's levels; must end at 0.
+        topk_candidates: per stage transition, how many candidates the survivors of a stage should yield at
+            the next stage's level (an entry ``None`` = keep every tile, no pruning).  ``None`` (default): 500
+            candidates into every intermediate level (the seeds' figure) and 4 x k into level 0.  The last
+            stage (level 0) keeps exactly the k tokens left after the gist.
+        gist: topk only: also spend tokens on the whole image at the coarsest level.
+        cut: cut the P x P pixel patches (the "token cut"); ``False`` returns boxes and scores only.
+    """
+
+    budget: int = DEFAULT_BUDGET
+    mode: str = "quadtree"
+    area_exponent: float = 1.0
+    min_level: int = 0
+    topk_levels: tuple[int, ...] = (4, 2, 0)
+    topk_candidates: tuple[int | None, ...] | None = None
+    gist: bool = True
+    cut: bool = True
+
+    def __post_init__(self) -> None:
+        if isinstance(self.budget, bool) or not isinstance(self.budget, int):
+            raise BudgetError(f"budget must be an integer number of tokens, got {self.budget!r}")
+        if self.budget < 1:
+            raise BudgetError(f"budget must be at least 1 token, got {self.budget}")
+        if self.mode not in MODES:
+            raise ConfigError(f"unknown selection mode {self.mode!r}; choose one of {', '.join(MODES)}")
+        if not 0 <= self.min_level <= 9:
+            raise ConfigError(f"min_level must be in [0, 9], got {self.min_level}")
+        levels = tuple(int(v) for v in self.topk_levels)
+        if not levels or levels[-1] != 0 or any(a <= b for a, b in zip(levels, levels[1:])):
+            raise ConfigError(f"topk_levels must be strictly decreasing and end at 0, got {self.topk_levels}")
+        object.__setattr__(self, "topk_levels", levels)
+        if self.topk_candidates is None:
+            return
+        cands = tuple(None if c is None else int(c) for c in self.topk_candidates)
+        if len(cands) != len(levels) - 1 or any(c is not None and c < 1 for c in cands):
+            raise ConfigError(
+                f"topk_candidates takes {len(levels) - 1} entries (one per stage transition, positive or None) "
+                f"for topk_levels={levels}, got {self.topk_candidates}")
+        object.__setattr__(self, "topk_candidates", cands)
+
+    def replace(self, **changes) -> SelectConfig:
+        return dataclasses.replace(self, **changes)
+

@@ -1,0 +1,50 @@
+"""Typed errors. Every error a user can cause is a :class:`FoveateError` with a message that says what to do.
+
+The CLI prints them as one line (exit code 1 or 2); the HTTP service maps them to 4xx responses.
+"""
+
+from __future__ import annotations
+
+
+class FoveateError(Exception):
+    """Base class of every error foveate raises on purpose."""
+
+
+class ImageError(FoveateError):
+    """The input could not be turned into an RGB image."""
+
+
+class ImageDecodeError(ImageError):
+    """The file is empty, truncated, corrupt or not an image."""
+
+
+class ImageTooLargeError(ImageError):
+    """The image has more pixels than the configured limit (decompression-bomb guard)."""
+
+
+class UnsupportedInputError(ImageError):
+    """An object of a type or shape foveate cannot read as an image."""
+
+
+class ConfigError(FoveateError, ValueError):
+    """An invalid configuration value: unknown preset, group or mode, a bad patch size, ..."""
+
+
+class BudgetError(ConfigError):
+    """A token budget that cannot be honoured (zero, negative, below the coarsest cover)."""
+
+
+class QueryError(FoveateError, ValueError):
+    """A malformed query: a point or box outside the image, a bad label, an oversized text."""
+
+
+class NoImageSetError(FoveateError, RuntimeError):
+    """``select`` was called on a predictor before ``set_image``."""
+
+
+class TextureFormatError(FoveateError):
+    """A saved texture is corrupt, truncated, or written by another format version."""
+
+
+class DeviceError(FoveateError):
+    """The requested device is unknown or not available."""

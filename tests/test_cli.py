@@ -1,0 +1,73 @@
+"""The real ``foveate`` command: encode -> select from the saved texture, info, errors as one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BIN = Path(sys.executable).parent / "foveate"
+
+
+def run(*args, cwd=None):
+    cmd = [str(BIN), *map(str, args)] if BIN.exists() else [sys.executable, "-m", "foveate.cli", *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=300,
+                          env={**os.environ, "COLUMNS": "200"})
+
+
+def test_encode_then_select_several_queries(tmp_path, page_path):
+    r = run("encode", page_path, "-o", tmp_path / "page.fvt", "--preset", "fast")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "page.fvt").exists()
+    r = run("select", tmp_path / "page.fvt", "-q", "total due", "-q", "invoice date", "--box", "560,450,790,550",
+            "-b", "100", "-o", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    dirs = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert dirs == ["q01-total-due", "q02-invoice-date"]
+    for d in dirs:
+        doc = json.loads((tmp_path / "out" / d / "selection.json").read_text())
+        assert doc["num_tokens"] <= 100
+        for f in ("overlay.png", "mosaic.png", "tokens.safetensors", "crops/crops.json"):
+            assert (tmp_path / "out" / d / f).exists()
+
+
+def test_select_json_on_bundled_example(tmp_path):
+    r = run("select", "example:photo", "--point", "250,200", "--mode", "topk", "-b", "64", "--json",
+            "-o", tmp_path / "o", "--preset", "fast")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["num_tokens"] == 64 and doc["mode"] == "topk"
+
+
+def test_info(tmp_path, photo_path):
+    r = run("info", photo_path, "--preset", "full")
+    assert r.returncode == 0, r.stderr
+    assert "semantic" in r.stdout and "absent" in r.stdout and "features" in r.stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("select", "missing.png"), "no such file"),
+    (("select", "example:photo", "-b", "0"), "budget"),
+    (("select", "example:photo", "--mode", "spiral"), "unknown selection mode"),
+    (("select", "example:photo", "--preset", "nope"), "unknown preset"),
+    (("select", "example:photo", "--point", "9000,5"), "outside"),
+    (("select", "example:nothing"), "no bundled example"),
+    (("encode", "notes.txt"), "not a readable image"),
+    (("info", "bad.fvt"), "not a foveate texture"),
+])
+def test_errors_are_one_line_without_traceback(tmp_path, args, needle):
+    (tmp_path / "notes.txt").write_text("hello")
+    (tmp_path / "bad.fvt").write_bytes(b"\x00" * 64)
+    r = run(*args, cwd=tmp_path)
+    assert r.returncode == 1
+    assert needle in r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_usage_error_exit_code(tmp_path):
+    r = run("select", "example:photo", "--point", "1,2,3", cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr

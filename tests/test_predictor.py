@@ -1,0 +1,86 @@
+"""Encode once, query many: the predictor, and counting encoder calls."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import foveate
+import foveate.texture as texture_mod
+from foveate import FoveatePredictor, NoImageSetError, Texture
+
+
+@pytest.fixture
+def encoder_calls(monkeypatch):
+    """Count calls of the heavy step (all channel generators run inside ``compute_channels``)."""
+    calls = []
+    real = texture_mod.compute_channels
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(texture_mod, "compute_channels", counting)
+    return calls
+
+
+def test_select_before_set_image_is_a_clear_error():
+    p = FoveatePredictor(device="cpu")
+    assert not p.is_image_set
+    with pytest.raises(NoImageSetError, match="set_image"):
+        p.select("anything")
+
+
+def test_one_encode_serves_many_selects(encoder_calls, page_path):
+    p = FoveatePredictor(device="cpu")
+    p.set_image(page_path)
+    assert len(encoder_calls) == 1
+    sels = [p.select(q, budget=b) for q in ("total", "date", None, {"points": [(100, 100)]}) for b in (64, 273)]
+    assert len(encoder_calls) == 1 and len(sels) == 8
+    p.reset()
+    assert not p.is_image_set
+    with pytest.raises(NoImageSetError):
+        p.select("total")
+
+
+def test_loading_a_saved_texture_encodes_nothing(encoder_calls, tmp_path, photo):
+    tex = foveate.encode(photo, device="cpu")
+    tex.save(tmp_path / "x.fvt")
+    assert len(encoder_calls) == 1
+    loaded = Texture.load(tmp_path / "x.fvt")
+    p = FoveatePredictor(device="cpu")
+    p.set_texture(loaded)
+    for q in ("a", "b", None):
+        p.select(q)
+    assert len(encoder_calls) == 1
+
+
+def test_predictor_matches_plain_functions(photo):
+    p = FoveatePredictor(device="cpu", preset="fast")
+    p.set_image(photo)
+    a = p.select({"points": [(200, 200)]}, budget=100, mode="topk")
+    b = foveate.select(foveate.encode(photo, preset="fast", device="cpu"), {"points": [(200, 200)]}, 100, mode="topk")
+    np.testing.assert_array_equal(a.boxes, b.boxes)
+
+
+def test_custom_scorer_changes_the_ranking(photo):
+    tex = foveate.encode(photo, preset="fast", device="cpu")
+    only_red = foveate.Scorer(tex.channels, weights={"r": (5.0, 0.0)}, need={})
+    sel = foveate.select(tex, None, 50, mode="topk", gist=False, scorer=only_red, topk_candidates=(None, None))
+    red = tex.channel("r")
+    assert red[sel.rows, sel.cols].min() >= np.sort(red.ravel())[-50] - 1e-3
+    # the default cascade prunes (500 candidates at level 2, 4k at level 0): an approximation of plain top-k
+    pruned = foveate.select(tex, None, 50, mode="topk", gist=False, scorer=only_red)
+    assert len(set(zip(pruned.rows, pruned.cols)) & set(zip(sel.rows, sel.cols))) >= 25
+
+
+def test_scorer_is_trainable(photo):
+    import torch
+
+    tex = foveate.encode(photo, preset="fast", device="cpu")
+    scorer = foveate.Scorer(tex.channels)
+    feats, _ = tex.flat_features()
+    score, need = scorer(feats)
+    score.sum().backward()
+    assert scorer.weight.grad is not None and scorer.weight.grad.abs().sum() > 0
+    assert isinstance(scorer, torch.nn.Module)
