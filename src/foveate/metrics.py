@@ -1,0 +1,137 @@
+"""Does a token selection cover what the query asks about?  Exact, area-based metrics on source pixels.
+
+A selection is described by its token boxes (K, 4) and levels (K,), so the same functions score foveate and
+any baseline.  For one query with ground-truth boxes G:
+
+* **coverage** -- the fraction of G's area (the union of its boxes) inside any selected token, whatever its
+  level;
+* **legible coverage** -- per box, the fraction inside tokens fine enough to keep its content readable (a
+  token at level l keeps text of height h readable when ``h / 2**l >= min_px``, default 8 px), averaged over
+  the boxes weighted by their area;
+* **hit** -- every ground-truth box has legible coverage >= ``hit_threshold`` (default 0.9).
+
+Boxes are ``[x0, y0, x1, y1]`` in pixels (x1, y1 exclusive), clipped to the image; degenerate boxes (zero
+area after clipping) are ignored and counted in ``degenerate``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+DEFAULT_MIN_PX = 8.0
+DEFAULT_HIT_THRESHOLD = 0.9
+
+
+@dataclass
+class QueryMetrics:
+    coverage: float
+    legible_coverage: float
+    hit: bool
+    per_box: list[dict] = field(default_factory=list)  # coverage, legible_coverage, max_level per GT box
+    degenerate: int = 0
+
+    def to_dict(self) -> dict:
+        return {"coverage": self.coverage, "legible_coverage": self.legible_coverage, "hit": self.hit,
+                "per_box": self.per_box, "degenerate": self.degenerate}
+
+
+def clip_boxes(boxes: np.ndarray, image_size: tuple[int, int]) -> np.ndarray:
+    """Clip (N, 4) boxes to the image (H, W); returns float64 (N, 4)."""
+    h, w = image_size
+    b = np.asarray(boxes, np.float64).reshape(-1, 4).copy()
+    b[:, [0, 2]] = np.clip(b[:, [0, 2]], 0, w)
+    b[:, [1, 3]] = np.clip(b[:, [1, 3]], 0, h)
+    return b
+
+
+def legible_level(text_height: float, min_px: float = DEFAULT_MIN_PX) -> int:
+    """The coarsest level at which text of this height stays readable (``h / 2**l >= min_px``); -1 if none."""
+    if text_height < min_px:
+        return -1
+    return int(math.floor(math.log2(text_height / min_px) + 1e-9))
+
+
+def _covered_fraction(gt: np.ndarray, tokens: np.ndarray) -> float:
+    """Exact fraction of box ``gt`` (4,) covered by the union of ``tokens`` (K, 4), by rasterising at the
+    resolution of the coordinates that occur (no pixel grid assumed)."""
+    x0, y0, x1, y1 = gt
+    area = (x1 - x0) * (y1 - y0)
+    if area <= 0 or len(tokens) == 0:
+        return 0.0
+    t = tokens[(tokens[:, 0] < x1) & (tokens[:, 2] > x0) & (tokens[:, 1] < y1) & (tokens[:, 3] > y0)]
+    if len(t) == 0:
+        return 0.0
+    t = np.stack([np.maximum(t[:, 0], x0), np.maximum(t[:, 1], y0), np.minimum(t[:, 2], x1),
+                  np.minimum(t[:, 3], y1)], -1)
+    xs = np.unique(np.concatenate([t[:, 0], t[:, 2], [x0, x1]]))
+    ys = np.unique(np.concatenate([t[:, 1], t[:, 3], [y0, y1]]))
+    cover = np.zeros((len(ys) - 1, len(xs) - 1), bool)
+    xi0, xi1 = np.searchsorted(xs, t[:, 0]), np.searchsorted(xs, t[:, 2])
+    yi0, yi1 = np.searchsorted(ys, t[:, 1]), np.searchsorted(ys, t[:, 3])
+    for a, b, c, d in zip(yi0, yi1, xi0, xi1):
+        cover[a:b, c:d] = True
+    cell = np.outer(np.diff(ys), np.diff(xs))
+    return float((cell * cover).sum() / area)
+
+
+def _union_covered_fraction(gts: np.ndarray, tokens: np.ndarray) -> float:
+    """Fraction of the union of ``gts`` covered by the union of ``tokens`` (exact, on the coordinate grid)."""
+    if len(gts) == 0:
+        return 0.0
+    xs = np.unique(np.concatenate([gts[:, 0], gts[:, 2]] + ([tokens[:, 0], tokens[:, 2]] if len(tokens) else [])))
+    ys = np.unique(np.concatenate([gts[:, 1], gts[:, 3]] + ([tokens[:, 1], tokens[:, 3]] if len(tokens) else [])))
+
+    def paint(boxes: np.ndarray) -> np.ndarray:
+        m = np.zeros((len(ys) - 1, len(xs) - 1), bool)
+        for x0, y0, x1, y1 in boxes:
+            m[np.searchsorted(ys, y0):np.searchsorted(ys, y1), np.searchsorted(xs, x0):np.searchsorted(xs, x1)] = True
+        return m
+
+    g = paint(gts)
+    cell = np.outer(np.diff(ys), np.diff(xs))
+    total = float((cell * g).sum())
+    if total <= 0:
+        return 0.0
+    covered = g & paint(tokens) if len(tokens) else np.zeros_like(g)
+    return float((cell * covered).sum() / total)
+
+
+def query_metrics(token_boxes: np.ndarray, token_levels: np.ndarray, gt_boxes, image_size: tuple[int, int],
+                  text_heights=None, min_px: float = DEFAULT_MIN_PX,
+                  hit_threshold: float = DEFAULT_HIT_THRESHOLD) -> QueryMetrics:
+    """Coverage, legible coverage and hit of one selection against one query's ground truth.
+
+    Args:
+        token_boxes: (K, 4) selected token boxes in source pixels.  token_levels: (K,) their levels.
+        gt_boxes: (N, 4) ground-truth boxes.
+        image_size: (H, W).
+        text_heights: per GT box, the height of its text (e.g. FUNSD's line height); default: the box height.
+    """
+    tok = clip_boxes(token_boxes, image_size)
+    lv = np.asarray(token_levels, np.int64).reshape(-1)
+    raw = np.asarray(gt_boxes, np.float64).reshape(-1, 4)
+    heights = raw[:, 3] - raw[:, 1] if text_heights is None else np.asarray(text_heights, np.float64).reshape(-1)
+    if len(heights) != len(raw):
+        raise ValueError(f"{len(heights)} text heights for {len(raw)} boxes")
+    gts = clip_boxes(raw, image_size)
+    keep = (gts[:, 2] > gts[:, 0]) & (gts[:, 3] > gts[:, 1])
+    degenerate = int((~keep).sum())
+    gts, heights = gts[keep], heights[keep]
+    if len(gts) == 0:
+        return QueryMetrics(0.0, 0.0, False, [], degenerate)
+    per_box, leg_area, area_sum = [], 0.0, 0.0
+    for g, h in zip(gts, heights):
+        lmax = legible_level(float(h), min_px)
+        cov = _covered_fraction(g, tok)
+        leg = _covered_fraction(g, tok[lv <= lmax]) if lmax >= 0 else 0.0
+        a = (g[2] - g[0]) * (g[3] - g[1])
+        leg_area += leg * a
+        area_sum += a
+        per_box.append({"coverage": cov, "legible_coverage": leg, "max_level": lmax})
+    coverage = _union_covered_fraction(gts, tok)
+    legible = leg_area / area_sum if area_sum > 0 else 0.0
+    hit = all(b["legible_coverage"] >= hit_threshold for b in per_box)
+    return QueryMetrics(coverage, legible, hit, per_box, degenerate)

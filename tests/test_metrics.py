@@ -1,0 +1,102 @@
+"""Metrics on hand-computed cases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from foveate.metrics import legible_level, query_metrics
+
+SIZE = (256, 256)
+
+
+def m(tokens, levels, gts, heights=None, **kw):
+    return query_metrics(np.array(tokens, float).reshape(-1, 4), np.array(levels), np.array(gts, float), SIZE,
+                         heights, **kw)
+
+
+def test_legible_level():
+    assert legible_level(8) == 0 and legible_level(15.9) == 0 and legible_level(16) == 1
+    assert legible_level(64) == 3 and legible_level(7.9) == -1
+    assert legible_level(24, min_px=12) == 1
+
+
+def test_box_exactly_covered_by_one_level0_tile():
+    r = m([[16, 16, 32, 32]], [0], [[16, 16, 32, 32]])
+    assert r.coverage == 1.0 and r.legible_coverage == 1.0 and r.hit
+
+
+def test_half_covered():
+    r = m([[0, 0, 16, 16]], [0], [[8, 0, 24, 16]])
+    assert r.coverage == pytest.approx(0.5) and r.legible_coverage == pytest.approx(0.5) and not r.hit
+
+
+def test_covered_only_at_a_coarse_level():
+    # a 16 px tall box is legible up to level 1; a level-3 token (128 px) covers it but blurs it 8x
+    r = m([[0, 0, 128, 128]], [3], [[10, 10, 50, 26]])
+    assert r.coverage == 1.0 and r.legible_coverage == 0.0 and not r.hit
+    r = m([[0, 0, 32, 32], [32, 0, 64, 32]], [1, 1], [[10, 10, 50, 26]])
+    assert r.legible_coverage == 1.0 and r.hit
+
+
+def test_box_crossing_tile_edges():
+    toks = [[0, 0, 16, 16], [16, 0, 32, 16], [0, 16, 16, 32]]
+    r = m(toks, [0, 0, 0], [[8, 8, 24, 24]])  # three of the four quarters covered
+    assert r.coverage == pytest.approx(0.75) and r.legible_coverage == pytest.approx(0.75)
+    r = m(toks + [[16, 16, 32, 32]], [0] * 4, [[8, 8, 24, 24]])
+    assert r.coverage == 1.0 and r.hit
+
+
+def test_overlapping_tokens_are_not_double_counted():
+    r = m([[0, 0, 64, 64], [0, 0, 16, 16]], [2, 0], [[0, 0, 32, 32]])
+    assert r.coverage == 1.0
+    assert r.legible_coverage == 1.0  # 32 px tall: legible up to level 2, so the level-2 token counts
+    r2 = m([[0, 0, 64, 64], [0, 0, 16, 16]], [2, 0], [[0, 0, 32, 32]], heights=[10])  # 10 px text: level 0 only
+    assert r2.legible_coverage == pytest.approx(0.25) and r2.coverage == 1.0
+
+
+def test_several_boxes_and_hit_requires_all():
+    gts = [[0, 0, 16, 16], [100, 100, 116, 116]]
+    r = m([[0, 0, 16, 16]], [0], gts)
+    assert r.coverage == pytest.approx(0.5) and not r.hit
+    assert [b["legible_coverage"] for b in r.per_box] == [1.0, 0.0]
+    r = m([[0, 0, 16, 16], [96, 96, 128, 128]], [0, 1], gts)
+    assert r.hit
+
+
+def test_hit_threshold():
+    toks = [[0, 0, 16, 16]]
+    gts = [[0, 0, 16, 17]]  # 16/17 = 0.94 covered
+    assert m(toks, [0], gts).hit
+    assert not m(toks, [0], gts, hit_threshold=0.95).hit
+
+
+def test_degenerate_and_outside_boxes():
+    r = m([[0, 0, 16, 16]], [0], [[5, 5, 5, 20], [300, 300, 400, 400], [0, 0, 16, 16]])
+    assert r.degenerate == 2 and r.coverage == 1.0 and r.hit
+    r = m([[0, 0, 16, 16]], [0], [[5, 5, 5, 20]])
+    assert r.degenerate == 1 and r.coverage == 0.0 and not r.hit
+    r = m([[0, 0, 16, 16]], [0], [[-10, -10, 8, 8]])  # clipped to the image first
+    assert r.coverage == 1.0
+
+
+def test_no_tokens():
+    r = query_metrics(np.zeros((0, 4)), np.zeros(0), np.array([[0, 0, 10, 10]]), SIZE)
+    assert r.coverage == 0.0 and not r.hit
+
+
+def test_against_a_pixel_raster():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        toks = rng.integers(0, 200, (15, 2))
+        toks = np.concatenate([toks, toks + rng.integers(8, 60, (15, 2))], 1)
+        gts = rng.integers(0, 200, (3, 2))
+        gts = np.concatenate([gts, gts + rng.integers(1, 50, (3, 2))], 1)
+        r = m(toks, np.zeros(15, int), gts)
+        grid = np.zeros(SIZE, bool)
+        for x0, y0, x1, y1 in toks:
+            grid[y0:y1, x0:x1] = True
+        g = np.zeros(SIZE, bool)
+        for x0, y0, x1, y1 in np.clip(gts, 0, 256):
+            g[y0:y1, x0:x1] = True
+        assert r.coverage == pytest.approx((g & grid).sum() / g.sum())
