@@ -48,3 +48,8 @@ class TextureFormatError(FoveateError):
 
 class DeviceError(FoveateError):
     """The requested device is unknown or not available."""
+
+
+class VideoError(FoveateError):
+    """A video input that cannot be streamed: no frames, not a video, or a frame of another size when the
+    session is set to refuse size changes."""
