@@ -28,6 +28,7 @@ from foveate.video import (
     UpdateRule,
     VideoPredictor,
     dilate_tiles,
+    fixation_map,
     plan_crops,
     tile_change,
     splat_matrix,
@@ -241,7 +242,12 @@ def test_plan_crops_writes_each_tile_once_from_a_crop_with_its_margin(k):
     assert plan_crops(np.zeros((3, 3), bool), k) == []
 
 
-def test_update_mips_along_changed_paths_matches_a_full_build():
+@pytest.mark.parametrize("call_cost", [0, 10**9])  # along the changed paths / whole levels
+def test_update_mips_along_changed_paths_matches_a_full_build(monkeypatch, call_cost):
+    monkeypatch.setattr(video_mod, "MIP_CALL_COST", call_cost)
+    calls = []
+    real = ops.mip_down
+    monkeypatch.setattr(video_mod.ops, "mip_down", lambda *a: calls.append(a[0].shape) or real(*a))
     rng = np.random.default_rng(2)
     h, w, p = 330, 250, 16  # odd grids at several levels
     gh, gw = ops.grid_shape(h, w, p)
@@ -254,10 +260,25 @@ def test_update_mips_along_changed_paths_matches_a_full_build():
     x1[changed, :2] = rng.random((changed.sum(), 2))
     x1[..., 4:] = rng.random((gh, gw, 2))  # channels that changed everywhere
     means[0][...] = maxes[0][...] = x1
+    calls.clear()
     update_mips(means, maxes, covs, [(np.array([0, 1]), changed), (np.array([4, 5]), np.ones((gh, gw), bool))])
+    made = list(calls)
     ref_means, ref_maxes, _ = ops.build_mips(x1, cov, 5)
     for a, b in zip(means + maxes, ref_means + ref_maxes):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
+    if call_cost == 0:  # small bands for channels 0-1, then every level whole for channels 4-5
+        assert made[0] == (4, 2, 2) and (gh, gw, 2) in made and len(made) > 8
+    else:  # one call per level, all channels
+        assert made == [(gh, gw, 6)] + [m.shape for m in ref_means[1:-1]]
+
+
+@pytest.mark.parametrize("mode", ["quadtree", "topk"])
+def test_fixation_map_matches_the_level_map(photo_texture, mode):
+    from foveate import select
+
+    sel = select(photo_texture, {"points": [(250, 180)]}, 120, mode=mode, cut=False)
+    lm = sel.level_map()
+    np.testing.assert_array_equal(fixation_map(sel), np.where(lm >= 0, 0.25 ** np.maximum(lm, 0), 0.0))
 
 
 def test_splatting_moves_content_and_uncovered_tiles_fade():
@@ -580,3 +601,45 @@ def test_generated_stream_is_cheap_to_make():
     assert a.shape == (480, 640, 3) and a.dtype == np.uint8 and not np.array_equal(a, b)
     assert np.array_equal(generated_frame(7), generated_frame(7))
     assert not math.isclose(float(generated_frame(0).mean()), float(generated_frame(600).mean()), abs_tol=0.5)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The benchmark and evaluation commands' functions (tiny generated inputs; figures come from the real commands)
+
+
+def test_eval_boxes_compares_incremental_with_scratch_on_generated_sequences(tmp_path):
+    from rich.console import Console
+
+    from foveate.video_bench import eval_boxes
+
+    lines = []
+    for seq, step in (("left", 8), ("right", -8)):
+        (tmp_path / seq).mkdir()
+        for i, f in enumerate(smooth_scene(4, step) if step > 0 else smooth_scene(4, 8)[::-1]):
+            cv2.imwrite(str(tmp_path / seq / f"{i}.png"), cv2.cvtColor(f, cv2.COLOR_RGB2BGR))
+            x = 32 + 8 * (i if step > 0 else 3 - i)
+            lines.append({"image": f"{seq}/{i}.png", "boxes": [[x, 96, x + 64, 160]], "sequence": seq,
+                          "frame_index": i, "query": "the object"})
+    (tmp_path / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in lines))
+    res = eval_boxes(tmp_path, budget=20, approximate=(8.0,), console=Console(file=open(os.devnull, "w")),
+                     json_path=tmp_path / "r.json")
+    rows = {(r["protocol"], r["sequence"], r["session"]): r for r in res["rows"]}
+    assert len(rows) == 3 * 3 * 2  # protocols x (2 sequences + all) x (incremental, approx t=8)
+    assert rows[("prev-box", "all", "incremental")]["frames"] == 8
+    assert all(0 <= r["coverage"] <= 1 and 0 < r["reencoded_share"] <= 1 for r in res["rows"])
+    assert json.loads((tmp_path / "r.json").read_text())["rows"]
+
+
+def test_bench_functions_run_on_generated_frames(tmp_path):
+    from rich.console import Console
+
+    from foveate.video_bench import bench_clip, bench_memory, generated_frame
+
+    quiet = Console(file=open(os.devnull, "w"))
+    res = bench_clip((generated_frame(i, (128, 160), drift=False) for i in range(5)), thresholds=(0.0,),
+                     budget=30, console=quiet, label="tiny")
+    names = [r["session"] for r in res["sessions"]]
+    assert names == ["scratch", "incremental t=0"] and res["frames"] == 5
+    assert res["sessions"][1]["token_agreement"] == 1.0 and res["sessions"][1]["feature_mae"] < 1e-3
+    mem = bench_memory(8, size=(96, 128), console=quiet, json_path=tmp_path / "m.json")
+    assert mem["samples"][-1]["frame"] == 7 and mem["samples"][-1]["memory_frames"] <= 6 + 2

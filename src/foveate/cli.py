@@ -74,6 +74,14 @@ def _parse_numbers(text: str, n: int, what: str) -> tuple[float, ...]:
     return vals
 
 
+def _numbers(text: str, what: str) -> tuple[float, ...]:
+    """'0,2.5,4' -> (0.0, 2.5, 4.0); '' -> ()."""
+    try:
+        return tuple(float(t) for t in text.split(",") if t.strip())
+    except ValueError:
+        raise typer.BadParameter(f"{what} must be numbers separated by commas, got {text!r}") from None
+
+
 def _slug(text: str | None, i: int) -> str:
     s = re.sub(r"[^A-Za-z0-9]+", "-", (text or "prompt")).strip("-").lower()[:40] or "query"
     return f"q{i:02d}-{s}"
@@ -310,6 +318,9 @@ def bench_video(
                                                        "static-camera clip)."),
     frames: int = typer.Option(200, "--frames", "-n", help="Frames to stream."),
     thresholds: str = typer.Option("0,2,4", "--thresholds", help="Comma-separated change thresholds to compare."),
+    approximate: str = typer.Option("", "--approximate",
+                                    help="Thresholds of extra sessions that re-encode only changed tiles, neighbours "
+                                         "and full-frame fallback skipped (comma-separated)."),
     stream: Optional[int] = typer.Option(None, "--stream",
                                          help="Instead: resident memory over this many generated frames."),
     preset: str = typer.Option("fast", "--preset", "-p", help="Channel preset."),
@@ -323,17 +334,14 @@ def bench_video(
     if stream is not None:
         bench_memory(stream, preset=preset, device=device, console=out, json_path=json_path)
         return
-    try:
-        ts = tuple(float(t) for t in thresholds.split(",") if t.strip())
-    except ValueError:
-        raise typer.BadParameter(f"--thresholds must be numbers separated by commas, got {thresholds!r}") from None
+    ts, approx = _numbers(thresholds, "--thresholds"), _numbers(approximate, "--approximate")
     if source is None:
         clip = (generated_frame(i, (540, 960), drift=False) for i in range(frames))
-        bench_clip(clip, preset=preset, thresholds=ts, max_frames=frames, device=device, console=out,
-                   json_path=json_path, label="generated static-camera clip (3 moving boxes), 960x540")
+        bench_clip(clip, preset=preset, thresholds=ts, approximate=approx, max_frames=frames, device=device,
+                   console=out, json_path=json_path, label="generated static-camera clip (3 moving boxes), 960x540")
     else:
-        bench_clip(source, preset=preset, thresholds=ts, max_frames=frames, device=device, console=out,
-                   json_path=json_path)
+        bench_clip(source, preset=preset, thresholds=ts, approximate=approx, max_frames=frames, device=device,
+                   console=out, json_path=json_path)
 
 
 @app.command("eval-video")
@@ -343,7 +351,9 @@ def eval_video(
     budget: int = typer.Option(DEFAULT_BUDGET, "--budget", "-b", help="Level-0 tokens per frame (top-k, no gist)."),
     protocols: str = typer.Option("prev-box,first-box,blind", "--protocols",
                                   help="prev-box, first-box and/or blind (comma-separated)."),
-    threshold: Optional[float] = typer.Option(None, "--threshold", "-t", help="Change threshold (default 2)."),
+    approximate: str = typer.Option("8,16", "--approximate",
+                                    help="Thresholds of extra sessions that re-encode only changed tiles, neighbours "
+                                         "and full-frame fallback skipped (comma-separated; '' for none)."),
     preset: str = typer.Option("fast", "--preset", "-p", help="Channel preset."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
     device: str = DeviceOpt,
@@ -357,8 +367,8 @@ def eval_video(
         raise FoveateError(f"unknown protocol(s) {bad}; choose from {', '.join(PROTOCOLS)}")
     if not (root / "queries.jsonl").is_file():
         raise FoveateError(f"{root}: no queries.jsonl")
-    eval_boxes(root, protocols=chosen, budget=budget, preset=preset, change_threshold=threshold, device=device,
-               console=out, json_path=json_path)
+    eval_boxes(root, protocols=chosen, budget=budget, preset=preset, approximate=_numbers(approximate, "--approximate"),
+               device=device, console=out, json_path=json_path)
 
 
 def main() -> None:

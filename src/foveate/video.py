@@ -184,8 +184,8 @@ class VideoConfig:
         stability: keep the previous frame's tiles unless a new tile beats one by this margin (in score units,
             log-relevance: 0.5 = 1.65x); 0 = off.
         max_streams: streams (independent query memories) kept; the least recently used is forgotten.
-        full_frame_share: when crops would cover more than this share of the grid, a local group is recomputed
-            on the whole frame instead (same result, less overhead).
+        full_frame_share: when a frame's crops would cover more than this share of the grid, the frame is encoded
+            from scratch instead (no more expensive, and the whole reference becomes the frame).
     """
 
     memory: int = 6
@@ -233,12 +233,14 @@ class FrameStats:
 
     Attributes:
         index: frame number in the session (0-based, skipped frames not counted).
-        keyframe: a full refresh (``reason`` says why: ``first``, ``interval``, ``scene_cut``, ``size_change``).
-        changed_share: share of level-0 tiles over the change threshold.
+        keyframe: a refresh to the frame's own encode; ``reason`` says why: ``first``, ``interval``, ``scene_cut``,
+            ``size_change`` (``full`` marks the frames of an ``incremental=False`` session).
+        changed_share: share of level-0 tiles over the change threshold (any change, on an interval keyframe).
         reencoded_share: share of level-0 tiles whose pixel channels were recomputed (changed tiles, their filter
-            neighbourhood and crop overhead; 1.0 for a full refresh).
+            neighbourhood and crop overhead; 1.0 when the frame was encoded from scratch).
         crops: crops the local groups ran on.
-        timings_ms: ``change``, ``flow``, ``memory``, ``local``, ``global``, ``mips``, ``texture``, ``total``.
+        timings_ms: ``change``, ``flow``, ``memory``, ``plan``, ``local``, ``global``, ``mips``, ``texture``,
+            ``total`` (``local`` is the whole channel computation when the frame is encoded from scratch).
     """
 
     index: int
@@ -257,14 +259,13 @@ class FrameStats:
 
 @dataclass
 class _Record:
-    """One remembered frame: tile maps (gh, gw) in the coordinates of the newest frame (warped on every frame)."""
+    """One remembered frame: tile maps (gh, gw) in the coordinates of the newest frame (moved on every frame)."""
 
     index: int
     keyframe: bool
     saliency: np.ndarray
     relevance: dict[str, np.ndarray] = field(default_factory=dict)
     fixations: dict[str, np.ndarray] = field(default_factory=dict)
-
 
 
 @dataclass
@@ -292,7 +293,7 @@ class _Layout:
     coverage_t: list[torch.Tensor]
     local: list[tuple[int, tuple[str, ...], bool]]  # (tile margin k, groups, reads previous), by k
     global_groups: tuple[str, ...]
-    temporal: tuple[int, int] | None
+    temporal: tuple[int, int]  # always present: VideoPredictor adds the group
 
     @classmethod
     def build(cls, config: EncodeConfig, shape: tuple[int, int], channels: tuple[str, ...], absent: tuple[str, ...],
@@ -313,7 +314,7 @@ class _Layout:
                  for k, names in sorted(buckets.items())]
         return cls(shape=shape, grid=coverage[0].shape, channels=channels, groups=groups, absent=absent,
                    coverage=coverage, coverage_t=[torch.from_numpy(c).to(device) for c in coverage], local=local,
-                   global_groups=tuple(global_groups), temporal=groups.get("temporal"))
+                   global_groups=tuple(global_groups), temporal=groups["temporal"])
 
 
 @dataclass
@@ -496,6 +497,11 @@ def _bands(mask: np.ndarray) -> list[tuple[int, int, int, int]]:
     return out
 
 
+#: Cost of one ``ops.mip_down`` call beyond its arithmetic, in child elements (measured on a 2-core x86 CPU: ~5,000
+#: elements' worth of time).  ``update_mips`` rebuilds whole levels when many small bands would cost more.
+MIP_CALL_COST = 5000
+
+
 def update_mips(means: list[np.ndarray], maxes: list[np.ndarray], covs: list[np.ndarray],
                 updates: list[tuple[np.ndarray, np.ndarray]]) -> None:
     """Recompute mean/max mips in place along the paths of changed level-0 tiles.
@@ -504,21 +510,37 @@ def update_mips(means: list[np.ndarray], maxes: list[np.ndarray], covs: list[np.
         means, maxes, covs: per level (gh_l, gw_l, C) / (gh_l, gw_l, C) / (gh_l, gw_l), as ``ops.build_mips``.
         updates: ``[(channel indices (n,), changed (gh, gw) bool at level 0), ...]``.
     Per level, the parents of the changed tiles are recomputed with ``ops.mip_down`` (the arithmetic of a full
-    build) on the bands of rows that hold them, and become the changed tiles of the next level.
+    build) on the bands of rows that hold them, and become the changed tiles of the next level -- unless that
+    would cost more than recomputing every level whole (small grids, many bands; see ``MIP_CALL_COST``).
     """
+    plans, work, calls = [], 0, 0
     for chans, mask in updates:
         chans = np.asarray(chans, np.int64)
         if len(chans) == 0:
             continue
         contiguous = bool(np.all(np.diff(chans) == 1))
         sel = slice(int(chans[0]), int(chans[-1]) + 1) if contiguous else chans
+        per_level = []
         for lvl in range(len(means) - 1):
             gh, gw = mask.shape
             h2, w2 = -(-gh // 2), -(-gw // 2)
             padded = np.zeros((2 * h2, 2 * w2), bool)
             padded[:gh, :gw] = mask
             mask = padded.reshape(h2, 2, w2, 2).any(axis=(1, 3))
-            for pr0, pc0, pr1, pc1 in _bands(mask):
+            bands = _bands(mask)
+            per_level.append(bands)
+            calls += len(bands)
+            work += 4 * len(chans) * sum((r1 - r0) * (c1 - c0) for r0, c0, r1, c1 in bands)
+        plans.append((sel, per_level))
+    n_chan = means[0].shape[-1]
+    whole = [[(0, 0, m.shape[0], m.shape[1])] for m in means[1:]]
+    if work + calls * MIP_CALL_COST > 4 * n_chan * sum(m.shape[0] * m.shape[1] for m in means[1:]) + \
+            len(whole) * MIP_CALL_COST:
+        plans = [(slice(None), whole)]
+    for sel, per_level in plans:
+        for lvl, bands in enumerate(per_level):
+            gh, gw = means[lvl].shape[:2]
+            for pr0, pc0, pr1, pc1 in bands:
                 r0, c0, r1, c1 = 2 * pr0, 2 * pc0, min(2 * pr1, gh), min(2 * pc1, gw)
                 m, x, _ = ops.mip_down(means[lvl][r0:r1, c0:c1][..., sel], maxes[lvl][r0:r1, c0:c1][..., sel],
                                        covs[lvl][r0:r1, c0:c1])
@@ -589,6 +611,21 @@ def _resize_long_side(gray: np.ndarray, size: int) -> np.ndarray:
     if s >= 1.0:
         return gray
     return cv2.resize(gray, (max(1, round(w * s)), max(1, round(h * s))), interpolation=cv2.INTER_AREA)
+
+
+def fixation_map(sel: Selection) -> np.ndarray:
+    """(gh, gw) float32: per level-0 tile, 4**-l for the finest token level l covering it (0 where none does):
+    how sharply the tile was seen.  The same as ``0.25 ** sel.level_map()``, painted per level, not per token."""
+    gh, gw = sel.relevance.shape
+    out = np.zeros((gh, gw), np.float32)
+    for lvl in np.unique(sel.levels)[::-1]:  # coarse first, finer tokens overwrite
+        f = 1 << int(lvl)
+        hit = np.zeros((-(-gh // f), -(-gw // f)), bool)
+        pick = sel.levels == lvl
+        hit[sel.rows[pick], sel.cols[pick]] = True
+        up = np.repeat(np.repeat(hit, f, axis=0), f, axis=1)[:gh, :gw]
+        out[up] = 0.25 ** int(lvl)
+    return out
 
 
 def token_overlap(a: Selection, b: Selection) -> float:
@@ -745,13 +782,18 @@ class VideoPredictor:
         timings["memory"] = (time.perf_counter() - t) * 1000.0
 
         prev_gray = None if new_scene else state._ref_gray
-        if new_scene or not cfg.incremental:
+        plans = None
+        t = time.perf_counter()
+        if not new_scene and cfg.incremental:
+            if reason == "interval":  # a refresh is an update with threshold 0: the texture becomes the frame's own
+                changed = diff > 0
+            plans = self._plan(state, changed)  # None: the crops would cover the frame anyway
+        timings["plan"] = (time.perf_counter() - t) * 1000.0
+        if plans is None:  # from scratch; without a new scene this refreshes the whole reference for free
             reencoded, crops = self._encode_full(state, rgb, gray, prev_gray, temporal, timings)
             moved = np.zeros(grid, bool) if new_scene else diff > 0
         else:
-            if reason == "interval":  # a refresh is an update with threshold 0: the texture becomes the frame's own
-                changed = diff > 0
-            reencoded, crops = self._encode_changed(state, rgb, changed, prev_gray, temporal, timings)
+            reencoded, crops = self._encode_changed(state, rgb, changed, plans, prev_gray, temporal, timings)
             moved = changed
         keyframe = bool(reason)
         if keyframe:
@@ -781,7 +823,8 @@ class VideoPredictor:
 
     def _encode_full(self, state: VideoState, rgb: np.ndarray, gray: np.ndarray, prev_gray: np.ndarray | None,
                      temporal: np.ndarray, timings: dict[str, float]) -> tuple[float, int]:
-        """Encode the frame from scratch (a new scene, or ``incremental=False``)."""
+        """Encode the frame from scratch: a new scene, ``incremental=False``, or an update whose crops would cover
+        the frame anyway (then the whole reference is refreshed to the frame at no extra cost)."""
         t = time.perf_counter()
         ecfg = state.encode_config
         inputs = {"temporal": temporal}
@@ -802,11 +845,26 @@ class VideoPredictor:
         timings["mips"] = (time.perf_counter() - t) * 1000.0
         return 1.0, 1
 
-    def _encode_changed(self, state: VideoState, rgb: np.ndarray, changed: np.ndarray, prev_gray: np.ndarray,
-                        temporal: np.ndarray, timings: dict[str, float]) -> tuple[float, int]:
-        """Re-encode the changed tiles (see the module docstring for the rules)."""
+    def _plan(self, state: VideoState, changed: np.ndarray) -> list[tuple[tuple[str, ...], list, list]] | None:
+        """Crops per local group bucket: ``[(groups, slices, plan_crops(...)), ...]``, or ``None`` when a bucket
+        would recompute the whole frame (then encoding the frame from scratch costs no more)."""
+        layout, cfg = state._layout, state.config
+        plans = []
+        for k, names, reads_prev in layout.local:
+            todo = changed | state._changed if reads_prev else changed
+            if not todo.any():
+                continue
+            plan = plan_crops(dilate_tiles(todo, k) if cfg.refresh_neighbours else todo, k, cfg.full_frame_share)
+            if plan[0][1] is None:
+                return None
+            plans.append((names, [layout.groups[n] for n in names], plan))
+        return plans
+
+    def _encode_changed(self, state: VideoState, rgb: np.ndarray, changed: np.ndarray, plans: list,
+                        prev_gray: np.ndarray, temporal: np.ndarray, timings: dict[str, float]) -> tuple[float, int]:
+        """Re-encode the changed tiles along ``plans`` (see the module docstring for the rules)."""
         t = time.perf_counter()
-        ecfg, cfg, layout = state.encode_config, state.config, state._layout
+        ecfg, layout = state.encode_config, state._layout
         p = ecfg.patch_size
         h, w = rgb.shape[:2]
         gh, gw = layout.grid
@@ -819,14 +877,9 @@ class VideoPredictor:
         updates: list[tuple[np.ndarray, np.ndarray]] = []
         recomputed = np.zeros((gh, gw), bool)
         crops = 0
-        for k, names, reads_prev in layout.local:
-            todo = changed | state._changed if reads_prev else changed
-            if not todo.any():
-                continue
-            slices = [layout.groups[n] for n in names]
+        for names, slices, plan in plans:
             done = np.zeros((gh, gw), bool)
-            for (r0, c0, r1, c1), write in plan_crops(dilate_tiles(todo, k) if cfg.refresh_neighbours else todo, k,
-                                                      cfg.full_frame_share):
+            for (r0, c0, r1, c1), write in plan:
                 y0, x0, y1, x1 = r0 * p, c0 * p, min(r1 * p, h), min(c1 * p, w)
                 ctx = EncodeContext(ref[y0:y1, x0:x1], ecfg, frame={"previous_gray": prev_gray[y0:y1, x0:x1]})
                 out, _, _, _ = run_groups(ctx, names)
@@ -834,16 +887,9 @@ class VideoPredictor:
                 for a, b in slices:
                     src = out[..., o : o + b - a]
                     o += b - a
-                    for dst in (means0, maxes0):
-                        view = dst[r0:r1, c0:c1, a:b]
-                        if write is None:
-                            view[...] = src
-                        else:
-                            view[write] = src[write]
-                if write is None:
-                    done[:] = True
-                else:
-                    done[r0:r1, c0:c1] |= write
+                    means0[r0:r1, c0:c1, a:b][write] = src[write]
+                    maxes0[r0:r1, c0:c1, a:b][write] = src[write]
+                done[r0:r1, c0:c1] |= write
                 crops += 1
             updates.append((_indices(slices), done))
             recomputed |= done
@@ -950,8 +996,7 @@ class VideoPredictor:
         # remember: relevance (without the stability bonus) normalised to [0, 1], and where tokens were spent
         rel = sel.relevance - (state.config.stability * kept0 if kept0 is not None else 0.0)
         rel = np.exp(rel - rel.max()).astype(np.float32)
-        lm = sel.level_map()
-        fix = np.where(lm >= 0, 0.25 ** np.maximum(lm, 0), 0.0).astype(np.float32)
+        fix = fixation_map(sel)
         record = state._memory[-1]
         record.relevance[stream], record.fixations[stream] = rel, fix
         state._streams[stream] = _StreamMemory(state.index, cfg.mode, sel.levels, sel.rows, sel.cols, sel.gist)
