@@ -26,9 +26,9 @@ What ``add_frame`` does:
    scene: encoded from scratch, memory cleared.
 4. **Temporal channels** (group ``temporal``, channels 15-17 of the full layout): the memory -- a FIFO of the last
    ``memory`` frames plus the last ``keyframes`` keyframes -- is moved into the new frame by optical flow (OpenCV
-   DIS, ultrafast preset with finest scale 1, on a copy with ``flow_size`` px on the long side: the maps live on
-   the tile grid; on the bedroom clip's fast-moving tiles it errs by 3.4 px where no flow errs by 12.7; tile maps
-   are splatted forward, so uncovered background gets no past), then
+   DIS, ultrafast preset with finest scale 1, on a grey copy shrunk by an integer factor to at least ``flow_size``
+   px on the long side -- the maps live on the tile grid; tile maps are splatted forward, so uncovered background
+   gets no past), then
    ``prev_relevance`` = max over remembered frames of their relevance (normalised to [0, 1], times
    ``decay ** (age - 1)``), ``prev_saliency`` = the previous frame's saliency, ``fixations`` = the decayed sum of
    the tiles chosen in remembered frames (a token at level l counts 4**-l), normalised to [0, 1].  That is
@@ -179,7 +179,8 @@ class VideoConfig:
         scene_cut: mean grey-level difference of consecutive 64 px thumbnails that counts as a cut (``None``: off).
         on_size_change: ``"keyframe"`` (a frame of another size starts a new keyframe, memory cleared) or
             ``"error"`` (raise :class:`VideoError`).
-        flow_size: long side in px of the copy optical flow runs on (``None``: no flow, the memory stays put).
+        flow_size: optical flow runs on a grey copy shrunk by an integer factor to at least this many px on the
+            long side (``None``: no flow, the memory stays put).
         decay: weight per frame of age of remembered relevance and fixations.
         stability: keep the previous frame's tiles unless a new tile beats one by this margin (in score units,
             log-relevance: 0.5 = 1.65x); 0 = off.
@@ -196,7 +197,7 @@ class VideoConfig:
     incremental: bool = True
     scene_cut: float | None = 30.0
     on_size_change: str = "keyframe"
-    flow_size: int | None = 256
+    flow_size: int | None = 240
     decay: float = 0.8
     stability: float = 0.0
     max_streams: int = 8
@@ -338,7 +339,7 @@ class VideoState:
     _maxes: list[np.ndarray] = field(default_factory=list, repr=False)
     _tensors: dict[str, torch.Tensor] = field(default_factory=dict, repr=False)
     _changed: np.ndarray | None = field(default=None, repr=False)
-    _small: np.ndarray | None = field(default=None, repr=False)
+    _small: tuple[np.ndarray, int] | None = field(default=None, repr=False)  # (grey copy for flow, factor)
     _thumb: np.ndarray | None = field(default=None, repr=False)
     _last_key: int = field(default=0, repr=False)
     _memory: deque = field(default_factory=deque, repr=False)
@@ -549,23 +550,21 @@ def update_mips(means: list[np.ndarray], maxes: list[np.ndarray], covs: list[np.
 
 
 def tile_flow(prev_small: np.ndarray, cur_small: np.ndarray, dis: Any, grid: tuple[int, int], patch: int,
-              size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+              scale: int) -> tuple[np.ndarray, np.ndarray]:
     """Forward optical flow on the tile grid.
 
     Args:
-        prev_small, cur_small: (h, w) uint8 grey copies of the previous and current frame at flow resolution.
-        dis: a ``cv2.DISOpticalFlow``.  grid: (gh, gw).  size: (H, W) of the frames.
+        prev_small, cur_small: (h, w) uint8 grey copies of the previous and current frame, ``scale`` times smaller.
+        dis: a ``cv2.DISOpticalFlow``.  grid: (gh, gw).
     Returns:
         ``(dest_x, dest_y)``, (gh, gw) float32 each: for every level-0 tile of the previous frame, the fractional
         tile coordinates its content moved to in the current frame (flow averaged over the tile).
     """
     flow = dis.calc(prev_small, cur_small, None)  # prev(p) ~ cur(p + flow(p)), in small pixels
-    h, w = size
-    sh, sw = cur_small.shape
     gh, gw = grid
-    f = cv2.resize(flow, (gw, gh), interpolation=cv2.INTER_AREA)
+    f = cv2.resize(flow, (gw, gh), interpolation=cv2.INTER_AREA) * np.float32(scale / patch)
     yy, xx = np.mgrid[0:gh, 0:gw].astype(np.float32)
-    return xx + f[..., 0] * (w / sw / patch), yy + f[..., 1] * (h / sh / patch)
+    return xx + f[..., 0], yy + f[..., 1]
 
 
 def splat_matrix(dest_x: np.ndarray, dest_y: np.ndarray):
@@ -605,12 +604,15 @@ def warp_tile_maps(splat, maps: list[np.ndarray]) -> list[np.ndarray]:
     return [np.ascontiguousarray(moved[:, i].reshape(shape), dtype=np.float32) for i in range(len(maps))]
 
 
-def _resize_long_side(gray: np.ndarray, size: int) -> np.ndarray:
+def _downscale(gray: np.ndarray, size: int) -> tuple[np.ndarray, int]:
+    """A copy with at least ``size`` px on the long side, shrunk by an integer factor (OpenCV's fast area-averaging
+    path; rows and columns that do not fill a whole block are left out).  Returns ``(copy, factor)``."""
     h, w = gray.shape
-    s = size / max(h, w)
-    if s >= 1.0:
-        return gray
-    return cv2.resize(gray, (max(1, round(w * s)), max(1, round(h * s))), interpolation=cv2.INTER_AREA)
+    f = max(1, max(h, w) // size)
+    if f == 1:
+        return gray, 1
+    hh, ww = max(h // f, 1), max(w // f, 1)
+    return cv2.resize(gray[: hh * f, : ww * f], (ww, hh), interpolation=cv2.INTER_AREA), f
 
 
 def fixation_map(sel: Selection) -> np.ndarray:
@@ -745,8 +747,7 @@ class VideoPredictor:
 
         t = time.perf_counter()
         gray = ops.to_gray(rgb)
-        thumb = _resize_long_side(gray, 64).astype(np.float32)
-        small = _resize_long_side(gray, cfg.flow_size) if cfg.flow_size else None
+        thumb = _downscale(gray, 64)[0].astype(np.float32)
         reason = ""
         if state._ref is None:
             reason = "first"
@@ -765,17 +766,22 @@ class VideoPredictor:
         changed = np.ones(grid, bool) if diff is None else diff > cfg.change_threshold
         timings["change"] = (time.perf_counter() - t) * 1000.0
 
-        # the memory: forget it at a new scene, else move it with the picture
+        # the memory: forget it at a new scene, else move it with the picture (its maps stay in the coordinates of
+        # the last frame that changed, whose small grey copy is kept for the next flow)
         t = time.perf_counter()
         if new_scene:
             state._forget()
             state._installed = "main"
-        elif small is not None and changed.any() and min(small.shape) >= 16 and small.shape == state._small.shape:
-            if state._flow is None:
-                state._flow = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_ULTRAFAST)
-                state._flow.setFinestScale(1)  # the preset stops at 1/4 of the (already small) copy: too coarse
-            splat = splat_matrix(*tile_flow(state._small, small, state._flow, grid, p, (h, w)))
-            _warp_memory(state._records(), splat)
+            state._small = _downscale(gray, cfg.flow_size) if cfg.flow_size else None
+        elif cfg.flow_size and changed.any():
+            small, scale = _downscale(gray, cfg.flow_size)
+            if min(small.shape) >= 16 and state._records():
+                if state._flow is None:
+                    state._flow = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_ULTRAFAST)
+                    state._flow.setFinestScale(1)  # the preset stops at 1/4 of the (already small) copy: too coarse
+                splat = splat_matrix(*tile_flow(state._small[0], small, state._flow, grid, p, scale))
+                _warp_memory(state._records(), splat)
+            state._small = (small, scale)
         timings["flow"] = (time.perf_counter() - t) * 1000.0
         t = time.perf_counter()
         temporal = self._compose(state, state._installed, idx, grid)
@@ -800,7 +806,7 @@ class VideoPredictor:
             state._last_key = idx
         state._prev_gray = prev_gray
         state._changed = moved  # where the reference moved: motion may be non-zero there until the next frame
-        state._small, state._thumb = small, thumb
+        state._thumb = thumb
 
         t = time.perf_counter()
         layout = state._layout

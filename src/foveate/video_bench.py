@@ -72,6 +72,7 @@ def bench_clip(source: str | Path | Iterable[np.ndarray], *, preset: str = "fast
     add_ms: dict[str, list[float]] = defaultdict(list)
     sel_ms: dict[str, list[float]] = defaultdict(list)
     changed, reenc, agree, mae = (defaultdict(list) for _ in range(4))
+    steps: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     plain: list[float] = []
     keyframes: dict[str, int] = defaultdict(int)
     reader = FrameReader(source) if isinstance(source, (str, Path)) else None
@@ -88,6 +89,8 @@ def bench_clip(source: str | Path | Iterable[np.ndarray], *, preset: str = "fast
             if n > 0:  # the first frame pays one-time imports
                 add_ms[name].append(st.timings_ms["total"])
                 sel_ms[name].append(sel.timings_ms["total"])
+                for k, v in st.timings_ms.items():
+                    steps[name][k].append(v)
             changed[name].append(st.changed_share)
             reenc[name].append(st.reencoded_share)
             keyframes[name] += st.keyframe
@@ -115,6 +118,7 @@ def bench_clip(source: str | Path | Iterable[np.ndarray], *, preset: str = "fast
             "keyframes": keyframes[name],
             "token_agreement": float(np.mean(agree[name])) if agree[name] else 1.0,
             "feature_mae": float(np.mean(mae[name])) if mae[name] else 0.0,
+            "steps_ms_mean": {k: statistics.fmean(v) for k, v in steps[name].items() if k != "total"},
         })
     result = {"source": label, "frames": n, "size": [w, h], "preset": preset, "budget": budget, "mode": mode,
               "encode_array_ms": _summary(plain), "sessions": rows, "machine": machine_info(dev),
@@ -130,6 +134,12 @@ def bench_clip(source: str | Path | Iterable[np.ndarray], *, preset: str = "fast
     console.print(f"[bold]{label}[/]: {n} frames {w}x{h}, preset {preset}, select {mode} {budget} tokens "
                   f"(query-blind); plain encode_array {_summary(plain)['mean']:.2f} ms/frame", highlight=False)
     console.print(table)
+    keys = ["change", "flow", "memory", "plan", "local", "global", "mips", "texture"]
+    detail = Table("session", *[f"{k} ms" for k in keys], box=None)
+    for r in rows:
+        detail.add_row(r["session"], *[f"{r['steps_ms_mean'].get(k, 0.0):.2f}" for k in keys])
+    console.print("mean ms per add_frame step (local = all channels when a frame is encoded from scratch):")
+    console.print(detail)
     _dump(result, json_path)
     return result
 
@@ -256,10 +266,16 @@ def eval_boxes(root: str | Path, *, protocols: tuple[str, ...] = tuple(PROTOCOLS
                              "difference_points": 100 * float(inc.mean() - scratch.mean()),
                              "max_frame_difference_points": 100 * float(np.abs(inc - scratch).max()),
                              "reencoded_share": float(np.mean([r for s in names for r in reenc[(s, v)]]))})
+    spans = {"frame 0": (0, 1), "frames 1-4": (1, 5), "frames 5-19": (5, 20), "frames 20+": (20, 10**9)}
+    def mean_or_none(values: list[float]) -> float | None:
+        return 100 * float(np.mean(values)) if values else None
+
+    by_position = {p: {span: mean_or_none([c for s in seqs for c in cov[(s, p, "scratch")][a:b]])
+                       for span, (a, b) in spans.items()} for p in protocols}
     result = {"root": str(root), "budget": budget, "selection": "topk, no gist (level-0 tokens)", "preset": preset,
               "defaults": {k: v for k, v in vars(predictor.video).items()}, "variants": variants,
               "protocols": {p: PROTOCOLS[p] for p in protocols}, "rows": rows,
-              "machine": machine_info(resolve_device(device))}
+              "scratch_coverage_by_frame_position": by_position, "machine": machine_info(resolve_device(device))}
     table = Table("protocol", "sequence", "session", "frames", "coverage", "scratch", "diff (points)",
                   "max |diff| per frame", "re-encoded", box=None)
     for r in rows:
@@ -269,6 +285,11 @@ def eval_boxes(root: str | Path, *, protocols: tuple[str, ...] = tuple(PROTOCOLS
     console.print(f"[bold]{root}[/]: box coverage at {budget} level-0 tokens (top-k, no gist), preset {preset}; "
                   f"incremental sessions vs encoding every frame from scratch", highlight=False)
     console.print(table)
+    pos = Table("protocol", *spans, box=None)
+    for p, vals in by_position.items():
+        pos.add_row(p, *["-" if v is None else f"{v:.2f}" for v in vals.values()])
+    console.print("scratch session's coverage (%) by position in the sequence (all sequences):")
+    console.print(pos)
     _dump(result, json_path)
     return result
 
