@@ -48,3 +48,7 @@ class TextureFormatError(FoveateError):
 
 class DeviceError(FoveateError):
     """The requested device is unknown or not available."""
+
+
+class StoreError(FoveateError):
+    """The texture store cannot be opened or written (not a store, locked too long, entry above the cap)."""
