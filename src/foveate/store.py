@@ -43,6 +43,7 @@ from .texture import FORMAT_VERSION, Texture, content_hash, encode_array
 
 DB_NAME = "textures.sqlite"
 SCHEMA_VERSION = 1
+PAGE_SIZE = 16384
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS textures (
@@ -187,6 +188,10 @@ class TextureStore:
             conn = sqlite3.connect(self.db_path, timeout=self.timeout, isolation_level=None,
                                    check_same_thread=False)
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+            # 16 KiB pages (only takes effect when the file is created): a multi-MB blob is a quarter of the
+            # overflow pages, and the default WAL auto-checkpoint (1000 pages) comes every few puts, not every
+            # put (`foveate store bench`, BENCHMARKS.md: 4 KiB pages made a 3.5 MB put ~3x slower)
+            conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             conn.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: a killed process loses nothing committed
             if mode.lower() != "wal":

@@ -97,7 +97,7 @@ class Guard:
             if not state["started"]:
                 await _send_json(send_tracked, 504, {
                     "detail": f"the request took longer than {self.timeout:g} s and was stopped; retry later (an "
-                              "upload's encode goes on and is stored: the retry then answers 200)"})
+                              "upload that was received is still encoded and stored: the retry then answers 200)"})
         finally:
             route = scope.get("route")
             name = getattr(route, "path", "unmatched")

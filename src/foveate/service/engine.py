@@ -79,6 +79,12 @@ def encode_job(rgb: np.ndarray, config: EncodeConfig, store: TextureStore | str,
     return entry, created, tex if return_texture else None
 
 
+def _retrieve(task: asyncio.Future) -> None:
+    """Mark a detached task's exception as seen (its awaiting request may have gone; the error was answered)."""
+    if not task.cancelled():
+        task.exception()
+
+
 class EncodePool:
     """A bounded pool: at most ``workers`` running and ``queue`` waiting jobs."""
 
@@ -221,7 +227,15 @@ class Engine:
         return len(self._inflight)
 
     async def upload(self, data: bytes) -> tuple[StoreEntry, bool]:
-        """Decode, hash, and encode + store unless stored.  Returns (entry, created)."""
+        """Decode, hash, and encode + store unless stored.  Returns (entry, created).
+
+        The work runs as its own task: a client that times out or disconnects does not stop it, so the
+        texture still lands in the store (and the client's retry answers 200)."""
+        task = asyncio.ensure_future(self._ingest(data))
+        task.add_done_callback(_retrieve)
+        return await asyncio.shield(task)
+
+    async def _ingest(self, data: bytes) -> tuple[StoreEntry, bool]:
         rgb, chash = await self.pool.run(decode_job, data, self.settings.max_pixels)
         tid = self.texture_id(chash)
         task = self._inflight.get(tid)
