@@ -310,6 +310,20 @@ def test_full_queue_answers_503_with_retry_after(tmp_path):
         assert metric(srv.url, 'foveate_rejected_total{reason="queue_full"}') == codes.count(503)
 
 
+def test_process_pool(tmp_path):
+    """Encode workers in processes: they write the store themselves; errors cross the process boundary typed."""
+    img = random_image(100, 120, 31)
+    with ServerProcess(tmp_path, args=("--pool", "process", "--workers", "1")) as srv:
+        assert httpx.get(srv.url + "/healthz").json()["pool"] == "process"
+        r = httpx.post(srv.url + "/v1/textures", content=png(img), timeout=120)
+        assert r.status_code == 201 and r.json()["id"] == foveate.encode(img, preset="fast", device="cpu").id
+        assert httpx.post(srv.url + "/v1/textures", content=png(img, "BMP"), timeout=60).status_code == 200
+        r = httpx.post(f"{srv.url}/v1/textures/{r.json()['id']}/select", json={"budget": 30}, timeout=60)
+        assert r.status_code == 200 and r.json()["num_tokens"] <= 30
+        r = httpx.post(srv.url + "/v1/textures", content=b"\x89PNG\r\n\x1a\n broken", timeout=60)
+        assert r.status_code == 400 and "not a readable image" in r.json()["detail"]
+
+
 def test_timeout_answers_504_and_the_encode_still_lands(tmp_path):
     img = big_image(2500, 21)
     with ServerProcess(tmp_path, args=("--timeout", "0.3")) as srv:

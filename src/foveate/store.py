@@ -31,6 +31,7 @@ import os
 import sqlite3
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -223,24 +224,22 @@ class TextureStore:
             conn.execute("ROLLBACK")
             raise
 
-    class _Txn:
-        def __init__(self, store: TextureStore) -> None:
-            self.store = store
-
-        def __enter__(self) -> sqlite3.Connection:
-            self.conn = self.store._conn()
-            try:
-                self.conn.execute("BEGIN IMMEDIATE")  # take the write lock now: no upgrade deadlocks
-            except sqlite3.OperationalError as exc:
-                raise StoreError(f"{self.store.path}: the store stayed locked for {self.store.timeout:g} s "
-                                 f"({exc}); retry, or raise the timeout") from exc
-            return self.conn
-
-        def __exit__(self, exc_type, exc, tb) -> None:
-            self.conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
-
-    def _write(self) -> TextureStore._Txn:
-        return TextureStore._Txn(self)
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction: the write lock is taken at once (no upgrade deadlocks), committed on success,
+        rolled back on any error -- and by SQLite itself if the process dies inside it."""
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"{self.path}: the store stayed locked for {self.timeout:g} s ({exc}); retry, or "
+                             "raise the timeout") from exc
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
     def close(self) -> None:
         """Close every connection this object opened (in any thread)."""
@@ -284,11 +283,29 @@ class TextureStore:
 
     def get_bytes(self, texture_id: str) -> bytes | None:
         """The verified ``.fvt`` bytes of a texture, or ``None`` when absent or found corrupt (then dropped)."""
+        data = self._read(texture_id)
+        self.counters.add(hits=int(data is not None), misses=int(data is None))
+        return data
+
+    def get(self, texture_id: str, device: str | torch.device | None = "cpu") -> Texture | None:
+        """The stored texture (its bytes verified), or ``None`` when absent or found corrupt (then dropped)."""
+        data = self._read(texture_id)
+        tex = None
+        if data is not None:
+            try:
+                # the SHA-256 already proved these are the bytes written: no second hash of the pixels
+                tex = Texture.from_bytes(data, device=device, verify=False, name=f"store:{texture_id}")
+            except TextureFormatError:
+                self.delete(texture_id)
+                self.counters.add(corrupt=1)
+        self.counters.add(hits=int(tex is not None), misses=int(tex is None))
+        return tex
+
+    def _read(self, texture_id: str) -> bytes | None:
         conn = self._conn()
         row = conn.execute("SELECT rowid, sha256, last_access, data FROM textures WHERE id = ? AND format_version = ?",
                            (texture_id, FORMAT_VERSION)).fetchone()
         if row is None:
-            self.counters.add(misses=1)
             return None
         rowid, digest, last_access, data = row
         if hashlib.sha256(data).hexdigest() != digest:
@@ -300,21 +317,7 @@ class TextureStore:
                 conn.execute("UPDATE textures SET last_access = ? WHERE rowid = ?", (now, rowid))
             except sqlite3.OperationalError:
                 pass  # the LRU clock is best effort: never fail a read because a writer holds the lock
-        self.counters.add(hits=1)
         return data
-
-    def get(self, texture_id: str, device: str | torch.device | None = "cpu") -> Texture | None:
-        """The stored texture (its bytes verified), or ``None`` when absent or found corrupt (then dropped)."""
-        data = self.get_bytes(texture_id)
-        if data is None:
-            return None
-        try:
-            # the SHA-256 above already proved these are the bytes written: no second pixel hash
-            return Texture.from_bytes(data, device=device, verify=False, name=f"store:{texture_id}")
-        except TextureFormatError:
-            self.delete(texture_id)
-            self.counters.add(corrupt=1, hits=-1)
-            return None
 
     def _drop_corrupt(self, rowid: int) -> None:
         with self._write() as conn:

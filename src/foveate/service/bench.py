@@ -207,27 +207,33 @@ def run_service_bench(clients: int = 16, requests: int = 2000, images: int = 20,
             docs = asyncio.run(upload_all(srv.url, pics))
             upload_s = time.perf_counter() - t0
         rss0 = srv.rss_bytes()
-        with console.status(f"{requests} selects from {clients} clients ..."):
-            load = asyncio.run(select_load(srv.url, docs, clients, requests))
-        rss1 = srv.rss_bytes()
-        with console.status(f"{requests} more selects (memory settles?) ..."):
-            load2 = asyncio.run(select_load(srv.url, docs, clients, requests, seed=1))
-        rss2 = srv.rss_bytes()
-    s = summarize(load)
-    s2 = summarize(load2)
-    result.update({"upload_seconds": round(upload_s, 3), "select": s, "select_second_round": s2,
-                   "rss_mib": {"after_uploads": _mib(rss0), "after_round_1": _mib(rss1), "after_round_2": _mib(rss2)}})
+        rounds = []
+        for seed in (0, 1):  # a second round shows whether memory settles
+            with console.status(f"round {seed + 1}: {requests} selects from {clients} clients ..."):
+                cpu0, client0 = srv.cpu_seconds(), time.process_time()
+                load = asyncio.run(select_load(srv.url, docs, clients, requests, seed=seed))
+                cpu1, client1 = srv.cpu_seconds(), time.process_time()
+            rec = summarize(load)
+            rec["rss_mib"] = _mib(srv.rss_bytes())
+            rec["server_cpu_ms_per_request"] = round((cpu1 - cpu0) * 1000 / requests, 3) if cpu0 is not None else None
+            rec["client_cpu_ms_per_request"] = round((client1 - client0) * 1000 / requests, 3)
+            rec["failures"] = load["failures"][:5]
+            rounds.append(rec)
+    result.update({"upload_seconds": round(upload_s, 3), "rss_mib_after_uploads": _mib(rss0), "rounds": rounds})
     t = Table(title=f"{requests} selects, {clients} clients, {images} textures of {size}x{size} ({preset})", box=None)
-    for col in ("round", "requests", "errors", "req/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "server RSS MiB"):
+    for col in ("round", "requests", "errors", "req/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "server CPU ms/req",
+                "client CPU ms/req", "server RSS MiB"):
         t.add_column(col, justify="right")
-    for name, x, rss in (("1", s, rss1), ("2", s2, rss2)):
-        t.add_row(name, str(x["requests"]), str(x["errors"]), f"{x['throughput_rps']}", f"{x['p50_ms']}",
-                  f"{x['p90_ms']}", f"{x['p99_ms']}", f"{x['max_ms']}", f"{_mib(rss)}")
+    for i, x in enumerate(rounds, 1):
+        t.add_row(str(i), str(x["requests"]), str(x["errors"]), f"{x['throughput_rps']}", f"{x['p50_ms']}",
+                  f"{x['p90_ms']}", f"{x['p99_ms']}", f"{x['max_ms']}", f"{x['server_cpu_ms_per_request']}",
+                  f"{x['client_cpu_ms_per_request']}", f"{x['rss_mib']}")
     console.print(t)
-    console.print(f"server RSS: {_mib(rss0)} MiB after the uploads, {_mib(rss1)} after round 1, {_mib(rss2)} after "
-                  f"round 2; {images} uploads in {upload_s:.2f} s", highlight=False)
-    if s["errors"] or s2["errors"]:
-        console.print(f"[red]errors:[/] {(load['failures'] + load2['failures'])[:5]}")
+    console.print(f"server RSS {_mib(rss0)} MiB after {images} uploads ({upload_s:.2f} s), "
+                  f"{rounds[0]['rss_mib']} after round 1, {rounds[1]['rss_mib']} after round 2", highlight=False)
+    for x in rounds:
+        if x["errors"]:
+            console.print(f"[red]errors:[/] {x['failures']}")
     if pools:
         fresh = sample_images(images, size=size, seed=7)
         result["pools"] = []

@@ -98,6 +98,14 @@ class ServerProcess:
             return None
         return None
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time (user + system) the server process has used so far (Linux /proc), or None."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, AttributeError, IndexError, ValueError):
+            return None
+
     def __enter__(self) -> ServerProcess:
         return self.start()
 
