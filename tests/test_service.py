@@ -155,6 +155,24 @@ def test_renderings_match_the_library(server, photo_id, photo):
     assert httpx.get(base + "/crops", params={"images": "false"}).json()["thumbnail"]["image"] is None
 
 
+def test_texture_cache_is_bounded_lru():
+    from foveate.service.engine import TextureCache, resident_bytes
+
+    texs = [foveate.encode(random_image(64, 64, s), preset="fast", device="cpu") for s in range(6)]
+    one = resident_bytes(texs[0])
+    cache = TextureCache(int(2.5 * one))
+    for t in texs[:2]:
+        cache.put(t.id, t)
+    assert cache.get(texs[0].id) is texs[0]  # texs[0] is now the most recent
+    cache.put(texs[2].id, texs[2])  # evicts texs[1], the least recently used
+    assert cache.get(texs[1].id) is None and cache.get(texs[0].id) is texs[0]
+    for t in texs[3:]:
+        cache.put(t.id, t)
+        assert cache.bytes <= cache.max_bytes and len(cache) == 2
+    assert (cache.hits, cache.misses) == (2, 1)
+    assert texs[5]._cache.get("flat") is not None  # kept warm: a select builds nothing
+
+
 # -- bad requests: a status and a detail that says what to do ----------------------------------------------------
 
 

@@ -216,6 +216,7 @@ class Engine:
         metrics.attach(self)
 
     def close(self) -> None:
+        self.metrics.detach()
         self.pool.shutdown()
         self.store.close()
 

@@ -29,7 +29,16 @@ class Metrics:
                                 registry=r)
 
     def attach(self, engine) -> None:
-        self.registry.register(_EngineCollector(engine))
+        """Report this engine's queue, cache and store figures (one engine at a time)."""
+        self.detach()
+        self._engine_collector = _EngineCollector(engine)
+        self.registry.register(self._engine_collector)
+
+    def detach(self) -> None:
+        collector = getattr(self, "_engine_collector", None)
+        if collector is not None:
+            self.registry.unregister(collector)
+            self._engine_collector = None
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
