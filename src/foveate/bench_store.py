@@ -17,6 +17,7 @@ import json
 import multiprocessing
 import os
 import random
+import re
 import statistics
 import tempfile
 import time
@@ -27,6 +28,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .config import EncodeConfig
+from .errors import ConfigError
 from .store import TextureStore, texture_blob
 from .texture import Texture
 
@@ -90,10 +92,18 @@ class FilesBackend:
 
 
 class SqliteBackend:
-    """The real store; ``put`` takes the texture (its metadata is indexed), ``get`` returns verified bytes."""
+    """The real store; ``put`` takes the texture (its metadata is indexed), ``get`` returns verified bytes.
+    ``page_size`` other than the store's (``sqlite-4k``: 4096) shows why the store picks its page size."""
 
-    def __init__(self, path: Path) -> None:
-        self.store = TextureStore(path)
+    def __init__(self, path: Path, page_size: int | None = None) -> None:
+        from . import store as store_module
+
+        default = store_module.PAGE_SIZE
+        store_module.PAGE_SIZE = page_size or default  # read when the database file is created
+        try:
+            self.store = TextureStore(path)
+        finally:
+            store_module.PAGE_SIZE = default
 
     def put_texture(self, tex: Texture, blob: tuple[bytes, str]) -> None:
         self.store.put(tex, blob)
@@ -109,6 +119,8 @@ class SqliteBackend:
 
 
 def _open(kind: str, path: Path):
+    if kind.startswith("sqlite-") and kind.endswith("k"):
+        return SqliteBackend(path, page_size=int(kind[len("sqlite-"):-1]) * 1024)
     return {"sqlite": SqliteBackend, "lmdb": LmdbBackend, "files": FilesBackend}[kind](path)
 
 
@@ -201,6 +213,9 @@ def run_store_bench(count: int = 40, size: int = 1024, backends: list[str] | Non
 
     console = console or Console()
     backends = backends or ["sqlite", "lmdb", "files"]
+    unknown = [b for b in backends if b not in ("sqlite", "lmdb", "files") and not re.fullmatch(r"sqlite-\d+k", b)]
+    if unknown:
+        raise ConfigError(f"unknown store backend(s) {unknown}; use sqlite, sqlite-<N>k (page size), lmdb, files")
     with console.status("encoding ..."):
         items = _variants(_base_texture(size, 0), count)
     result = {"machine": machine_info(resolve_device("cpu")), "count": count, "size": size, "backends": []}

@@ -355,7 +355,8 @@ def store_clear(store: Optional[Path] = StoreOpt,
 def store_bench(
     count: int = typer.Option(40, "--count", "-n", help="Textures written and read per backend."),
     size: int = typer.Option(1024, "--size", help="Image side in pixels (the blob is that image's texture)."),
-    backends: str = typer.Option("sqlite,lmdb,files", "--backends", help="Comma-separated: sqlite, lmdb, files."),
+    backends: str = typer.Option("sqlite,lmdb,files", "--backends", help="Comma-separated: sqlite, lmdb, files; "
+                                                                   "sqlite-4k = SQLite with 4 KiB pages."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
 ) -> None:
     """Measure the store's database against the alternatives: write, read (verified), concurrent read while
@@ -367,6 +368,10 @@ def store_bench(
 
 
 # -- the HTTP service ----------------------------------------------------------------------------------------
+#: request line + headers larger than this are refused (400) before routing: a GET rendering's query of
+#: 2,000 characters of any script fits, URL-encoded
+MAX_REQUEST_HEAD = 64 * 1024
+
 @app.command()
 def serve(
     host: Optional[str] = typer.Option(None, "--host", help="Address to listen on (default 127.0.0.1; another "
@@ -410,7 +415,7 @@ def serve(
     err.print(f"foveate serve: http://{settings.host}:{settings.port} (docs at /docs), store {settings.store}, "
               f"preset {settings.preset}, {settings.workers} {settings.pool} workers, auth {auth}", highlight=False)
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=log_level,
-                timeout_graceful_shutdown=5)
+                timeout_graceful_shutdown=5, h11_max_incomplete_event_size=MAX_REQUEST_HEAD)
 
 
 @app.command("bench-serve")
@@ -423,6 +428,7 @@ def bench_serve(
     pools: str = typer.Option("", "--pools", help="Also compare encode pools, e.g. thread,process: uploads/s "
                                                   "of --images fresh images per pool."),
     workers: int = typer.Option(2, "--workers", help="Encode workers for the pool comparison."),
+    torch_threads: int = typer.Option(1, "--torch-threads", help="The server's torch threads (FOVEATE_TORCH_THREADS)."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
 ) -> None:
     """Load-test a real `foveate serve` subprocess: upload images, then many concurrent selects; latency
@@ -430,7 +436,8 @@ def bench_serve(
     from .service.bench import run_service_bench
 
     run_service_bench(clients=clients, requests=requests, images=images, size=size, preset=preset,
-                      pools=[p for p in pools.split(",") if p], workers=workers, json_path=json_path, console=out)
+                      pools=[p for p in pools.split(",") if p], workers=workers, torch_threads=torch_threads,
+                      json_path=json_path, console=out)
 
 
 @app.command()

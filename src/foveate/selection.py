@@ -107,7 +107,7 @@ class Selection:
             "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
             "notes": list(self.notes),
             "explain": self.explain,
-            # built from .tolist() columns: per-element NumPy indexing made this ~10x slower (it is on the
+            # built from .tolist() columns: per-element NumPy indexing made this ~5x slower (it is on the
             # HTTP service's select path); values are the same Python ints, floats and bools
             "tokens": [
                 {"level": lvl, "row": r, "col": c, "box": box, "center": [round(x, 6), round(y, 6)], "grid": grid,

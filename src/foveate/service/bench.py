@@ -99,6 +99,7 @@ async def select_load(url: str, textures: list[dict], clients: int, requests: in
         t = rng.choice(textures)
         jobs.append((t, random_select(rng, (t["width"], t["height"]))))
     latencies: list[float] = []
+    select_ms: list[float] = []  # the selection's own timings_ms.total: scoring + selection, in the server
     statuses: Counter = Counter()
     failures: list[str] = []
     it = iter(jobs)
@@ -119,11 +120,14 @@ async def select_load(url: str, textures: list[dict], clients: int, requests: in
                 problem = _check_selection(r, tex, body)
                 if problem:
                     failures.append(problem)
+                else:
+                    select_ms.append(r.json()["timings_ms"]["total"])
 
         t0 = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(clients)))
         wall = time.perf_counter() - t0
-    return {"latencies": latencies, "statuses": dict(statuses), "failures": failures, "seconds": wall}
+    return {"latencies": latencies, "select_ms": select_ms, "statuses": dict(statuses), "failures": failures,
+            "seconds": wall}
 
 
 def _check_selection(r, tex: dict, body: dict) -> str | None:
@@ -150,7 +154,8 @@ def summarize(load: dict) -> dict:
             "p50_ms": round(float(np.percentile(lat, 50)), 2) if n else None,
             "p90_ms": round(float(np.percentile(lat, 90)), 2) if n else None,
             "p99_ms": round(float(np.percentile(lat, 99)), 2) if n else None,
-            "max_ms": round(float(lat.max()), 2) if n else None}
+            "max_ms": round(float(lat.max()), 2) if n else None,
+            "select_ms_p50": round(float(np.median(load["select_ms"])), 3) if load["select_ms"] else None}
 
 
 def tree_rss_bytes(pid: int) -> int | None:
@@ -193,15 +198,16 @@ def _pool_bench(kind: str, workers: int, images: list[bytes], preset: str) -> di
 
 def run_service_bench(clients: int = 16, requests: int = 2000, images: int = 20, size: int = 512,
                       preset: str = "fast", pools: list[str] | None = None, workers: int = 2,
-                      json_path: Path | None = None, console: Console | None = None) -> dict:
+                      torch_threads: int = 1, json_path: Path | None = None, console: Console | None = None) -> dict:
     from ..bench import machine_info
     from ..device import resolve_device
 
     console = console or Console()
     pics = sample_images(images, size=size)
     result: dict = {"machine": machine_info(resolve_device("cpu")), "clients": clients, "images": images,
-                    "size": size, "preset": preset}
-    with tempfile.TemporaryDirectory() as tmp, ServerProcess(Path(tmp) / "store", preset=preset) as srv:
+                    "size": size, "preset": preset, "torch_threads": torch_threads}
+    with tempfile.TemporaryDirectory() as tmp, ServerProcess(
+            Path(tmp) / "store", preset=preset, env={"FOVEATE_TORCH_THREADS": str(torch_threads)}) as srv:
         with console.status(f"uploading {images} images ..."):
             t0 = time.perf_counter()
             docs = asyncio.run(upload_all(srv.url, pics))
@@ -220,13 +226,15 @@ def run_service_bench(clients: int = 16, requests: int = 2000, images: int = 20,
             rec["failures"] = load["failures"][:5]
             rounds.append(rec)
     result.update({"upload_seconds": round(upload_s, 3), "rss_mib_after_uploads": _mib(rss0), "rounds": rounds})
-    t = Table(title=f"{requests} selects, {clients} clients, {images} textures of {size}x{size} ({preset})", box=None)
-    for col in ("round", "requests", "errors", "req/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "server CPU ms/req",
-                "client CPU ms/req", "server RSS MiB"):
+    t = Table(title=f"{requests} selects, {clients} clients, {images} textures of {size}x{size} ({preset}, "
+                    f"{torch_threads} torch thread{'s' if torch_threads > 1 else ''})", box=None)
+    for col in ("round", "requests", "errors", "req/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "select ms (p50)",
+                "server CPU ms/req", "client CPU ms/req", "server RSS MiB"):
         t.add_column(col, justify="right")
     for i, x in enumerate(rounds, 1):
         t.add_row(str(i), str(x["requests"]), str(x["errors"]), f"{x['throughput_rps']}", f"{x['p50_ms']}",
-                  f"{x['p90_ms']}", f"{x['p99_ms']}", f"{x['max_ms']}", f"{x['server_cpu_ms_per_request']}",
+                  f"{x['p90_ms']}", f"{x['p99_ms']}", f"{x['max_ms']}", f"{x['select_ms_p50']}",
+                  f"{x['server_cpu_ms_per_request']}",
                   f"{x['client_cpu_ms_per_request']}", f"{x['rss_mib']}")
     console.print(t)
     console.print(f"server RSS {_mib(rss0)} MiB after {images} uploads ({upload_s:.2f} s), "

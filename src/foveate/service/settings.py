@@ -42,9 +42,8 @@ class ServiceSettings:
         api_key: when set, every request except ``/healthz`` needs ``Authorization: Bearer <api_key>``.
         allow_public: listen on a non-loopback address without ``api_key`` (e.g. behind an authenticating proxy).
         retry_after: seconds a 503 tells the client to wait.
-        torch_threads: torch intra-op threads in the server.  1 (default): requests are the parallelism; with
-            more, concurrent selects contend for torch's thread pool (measured 0.5 ms -> 30 ms per score on a
-            busy 2-core machine, BENCHMARKS.md).
+        torch_threads: torch intra-op threads in the server (default 1: concurrent requests and the encode
+            workers are the parallelism; per-request torch thread pools would only oversubscribe the cores).
     """
 
     store: Path = field(default_factory=default_store_dir, metadata=_env("FOVEATE_STORE"))

@@ -15,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from ...config import DEFAULT_BUDGET
+from ...scoring import MAX_QUERY_CHARS
 from ...errors import ImageDecodeError, QueryError, UnsupportedInputError
 from ...selection import Selection, select
 from ...store import StoreEntry
@@ -139,7 +140,8 @@ def _numbers(text: str, n: int, what: str) -> tuple[float, ...]:
 
 
 def query_params(
-    text: Optional[str] = Query(None, max_length=20_000, description="Query text."),
+    text: Optional[str] = Query(None, max_length=MAX_QUERY_CHARS, description="Query text (longer queries: POST "
+                                                                              "the select body)."),
     point: list[str] = Query([], max_length=MAX_PROMPTS, description="Positive point 'x,y' (pixels); repeatable."),
     neg_point: list[str] = Query([], max_length=MAX_PROMPTS, description="Negative point 'x,y'; repeatable."),
     box: list[str] = Query([], max_length=MAX_PROMPTS, description="Box 'x0,y0,x1,y1' (pixels); repeatable."),
