@@ -306,7 +306,7 @@ def test_store_commands(tmp_path):
     r = run("store", "info", "--store", store, "--json")
     assert json.loads(r.stdout)["entries"] == 3
     r = run("store", "gc", "--store", store, "--verify", "--max-mb", "0.001")
-    assert r.returncode == 0 and "evicted" in r.stdout
+    assert r.returncode == 0 and "3 evicted" in r.stdout
     assert json.loads(run("store", "info", "--store", store, "--json").stdout)["entries"] == 0
     r = run("store", "clear", "--store", store, "--yes")
     assert r.returncode == 0 and "removed 0" in r.stdout

@@ -332,9 +332,7 @@ def store_gc(store: Optional[Path] = StoreOpt,
     """Drop unreadable entries (other format versions; corrupt ones with --verify), evict to the cap, shrink
     the file."""
     with _open_store(store) as st:
-        if max_mb is not None:
-            st.set_max_bytes(int(max_mb * 2**20))
-        rep = st.gc(verify=verify)
+        rep = st.gc(verify=verify, max_bytes=None if max_mb is None else int(max_mb * 2**20))
     out.print(f"removed {rep.other_versions} of other format versions, {rep.corrupt} corrupt, {rep.evicted} "
               f"evicted; textures {rep.bytes_before / 2**20:.1f} -> {rep.bytes_after / 2**20:.1f} MiB, on disk "
               f"{rep.file_bytes_before / 2**20:.1f} -> {rep.file_bytes_after / 2**20:.1f} MiB", highlight=False)
@@ -398,8 +396,10 @@ def serve(
                                                                     "FOVEATE_API_KEY (a proxy authenticates)."),
     log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
 ) -> None:
-    """Serve the HTTP API (FastAPI on uvicorn): upload once, select per query.  Every flag also reads a
-    FOVEATE_* environment variable (FOVEATE_STORE, FOVEATE_PRESET, FOVEATE_API_KEY, ...); flags win."""
+    """Serve the HTTP API (FastAPI on uvicorn): upload once, select per query.  Every flag also reads the
+    environment variable FOVEATE_<FLAG> (FOVEATE_STORE, FOVEATE_PRESET, FOVEATE_MAX_UPLOAD_MB, FOVEATE_TIMEOUT,
+    ...); flags win.  Only from the environment: FOVEATE_API_KEY (bearer token), FOVEATE_RETRY_AFTER,
+    FOVEATE_TORCH_THREADS."""
     import uvicorn
 
     from .service import ServiceSettings, create_app

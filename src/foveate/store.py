@@ -213,7 +213,7 @@ class TextureStore:
             return
         if version not in (0, SCHEMA_VERSION):
             raise StoreError(f"{self.db_path} has store schema {version}; this foveate reads schema "
-                             f"{SCHEMA_VERSION}: use another folder or `foveate store clear` it")
+                             f"{SCHEMA_VERSION}: use another folder, or move this one away")
         conn.execute("BEGIN IMMEDIATE")
         try:
             for stmt in filter(str.strip, _SCHEMA.split(";")):
@@ -264,11 +264,15 @@ class TextureStore:
 
     def set_max_bytes(self, max_bytes: int) -> int:
         """Save a new cap and evict down to it at once.  Returns the number of entries evicted."""
+        with self._write() as conn:
+            self._save_cap(conn, max_bytes)
+            return self._evict(conn, max_bytes)
+
+    @staticmethod
+    def _save_cap(conn: sqlite3.Connection, max_bytes: int) -> None:
         if max_bytes < 0:
             raise StoreError(f"the store size cap must be >= 0 bytes (0 = no cap), got {max_bytes}")
-        with self._write() as conn:
-            conn.execute("INSERT OR REPLACE INTO settings (key, value) VALUES ('max_bytes', ?)", (str(max_bytes),))
-            return self._evict(conn, max_bytes)
+        conn.execute("INSERT OR REPLACE INTO settings (key, value) VALUES ('max_bytes', ?)", (str(int(max_bytes)),))
 
     # -- reads ---------------------------------------------------------------------------------------------
     def entry(self, texture_id: str) -> StoreEntry | None:
@@ -435,12 +439,14 @@ class TextureStore:
                 bad.append(tid)
         return bad
 
-    def gc(self, verify: bool = False) -> GcReport:
-        """Drop entries of other format versions (unreadable), optionally corrupt ones (``verify``), evict to
-        the cap, and give freed space back to the file system."""
+    def gc(self, verify: bool = False, max_bytes: int | None = None) -> GcReport:
+        """Drop entries of other format versions (unreadable), optionally corrupt ones (``verify``), save a new
+        cap (``max_bytes``), evict to the cap, and give freed space back to the file system."""
         st = self.stats()
         rep = GcReport(bytes_before=st["bytes"], file_bytes_before=st["file_bytes"])
         with self._write() as conn:
+            if max_bytes is not None:
+                self._save_cap(conn, max_bytes)
             rep.other_versions = conn.execute("DELETE FROM textures WHERE format_version != ?",
                                               (FORMAT_VERSION,)).rowcount
             rep.evicted = self._evict(conn, self._cap(conn))

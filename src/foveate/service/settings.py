@@ -57,7 +57,7 @@ class ServiceSettings:
     max_pixels: int = field(default=25_000_000, metadata=_env("FOVEATE_MAX_PIXELS"))
     cache_mb: float = field(default=512.0, metadata=_env("FOVEATE_CACHE_MB"))
     store_max_mb: float | None = field(default=None, metadata=_env("FOVEATE_STORE_MAX_MB"))
-    request_timeout: float = field(default=60.0, metadata=_env("FOVEATE_REQUEST_TIMEOUT"))
+    request_timeout: float = field(default=60.0, metadata=_env("FOVEATE_TIMEOUT"))
     api_key: str | None = field(default=None, repr=False, metadata=_env("FOVEATE_API_KEY"))
     allow_public: bool = field(default=False, metadata=_env("FOVEATE_ALLOW_PUBLIC"))
     retry_after: int = field(default=2, metadata=_env("FOVEATE_RETRY_AFTER"))
