@@ -258,11 +258,14 @@ def eval_command(
     seed: int = typer.Option(0, "--seed", help="Seed for --limit and the random baseline."),
     random_seeds: int = typer.Option(5, "--random-seeds", help="Seeds averaged for the random baseline."),
     ocr: str = typer.Option("auto", "--ocr", help="OCR answer check: auto, on or off."),
+    ocr_budget: list[str] = typer.Option([], "--ocr-budget", help="Run the (slow) OCR check at these budgets only."),
     group_by: list[str] = typer.Option([], "--group-by", help="Also tabulate by this metadata key (e.g. isthing)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output folder (default out/eval/<set>)."),
     plots: bool = typer.Option(False, "--plots", help="Also write curves.png and gallery.png (needs matplotlib)."),
     gallery: int = typer.Option(12, "--gallery", help="Worst queries shown in gallery.png."),
     markdown: bool = typer.Option(False, "--markdown", help="Print the markdown tables (as in eval.md) to stdout."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads (selection's small matmuls "
+                                          "gain nothing from more than 1 on a loaded machine)."),
     preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
     max_pixels: int = MaxPixOpt, device: str = DeviceOpt,
 ) -> None:
@@ -280,7 +283,14 @@ def eval_command(
         budgets=_int_list(budget, "--budget"), encode=_encode_config(preset, patch_size, max_levels, max_pixels),
         select=sel, variants=tuple(parse_variant(v, sel) for v in variant),
         baselines=tuple(b.strip() for b in baselines.split(",") if b.strip()), min_px=min_px,
-        hit_threshold=hit_threshold, random_seeds=random_seeds, seed=seed, limit=limit, ocr=ocr, device=device)
+        hit_threshold=hit_threshold, random_seeds=random_seeds, seed=seed, limit=limit, ocr=ocr,
+        ocr_budgets=_int_list(ocr_budget, "--ocr-budget") if ocr_budget else None, device=device)
+    if threads is not None:
+        import torch
+
+        if threads < 1:
+            raise FoveateError("--threads must be at least 1")
+        torch.set_num_threads(threads)
     if plots:
         from .evaluation import _pyplot
 

@@ -508,6 +508,7 @@ class EvalConfig:
         random_seeds: seeds averaged for the random baseline.  seed: base seed (random baseline, ``limit``).
         limit: evaluate a random sample of this many queries (drawn with ``seed``), in file order.
         ocr: ``"auto"`` (when the set has ``answer_text`` and OCR is installed), ``"on"`` (error if missing), ``"off"``.
+        ocr_budgets: run the OCR check at these budgets only (``None``: all); OCR is by far the slowest part.
         max_error_rate: fuzzy OCR match tolerance (edits per answer character).
     """
 
@@ -522,6 +523,7 @@ class EvalConfig:
     seed: int = 0
     limit: int | None = None
     ocr: str = "auto"
+    ocr_budgets: tuple[int, ...] | None = None
     max_error_rate: float = 0.2
     device: str | None = "cpu"
 
@@ -540,6 +542,10 @@ class EvalConfig:
             raise ConfigError(f"variant names must differ, got {names}")
         if self.ocr not in ("auto", "on", "off"):
             raise ConfigError(f"ocr must be auto, on or off, got {self.ocr!r}")
+        if self.ocr_budgets is not None:
+            object.__setattr__(self, "ocr_budgets", tuple(sorted(set(self.ocr_budgets))))
+            if not set(self.ocr_budgets) <= set(budgets):
+                raise ConfigError(f"OCR budgets {self.ocr_budgets} must be among the budgets {tuple(sorted(budgets))}")
         if self.min_px <= 0 or not 0 < self.hit_threshold <= 1:
             raise ConfigError("min_px must be > 0 and hit_threshold in (0, 1]")
         if self.random_seeds < 1:
@@ -553,7 +559,7 @@ class EvalConfig:
 
     def to_dict(self) -> dict:
         d = {k: getattr(self, k) for k in ("budgets", "baselines", "min_px", "hit_threshold", "random_seeds", "seed",
-                                           "limit", "ocr", "max_error_rate")}
+                                           "limit", "ocr", "ocr_budgets", "max_error_rate")}
         d["encode"] = self.encode.to_dict()
         d["select"] = {k: getattr(self.select, k) for k in SELECT_KNOBS}
         d["variants"] = {n: {k: getattr(c, k) for k in SELECT_KNOBS} for n, c in self.variants}
@@ -726,8 +732,9 @@ def run_eval(data_dir: str | Path, config: EvalConfig | None = None,
                                                   np.random.default_rng([cfg.seed, k, seed_key])), size, patch,
                                      shapes[0]) for k in range(cfg.random_seeds)]
             t["baselines"] += time.perf_counter() - t3
+            ocr_here = want_ocr and (cfg.ocr_budgets is None or budget in cfg.ocr_budgets)
             uni_lines = (_read(ocr, uniform_view(rgb, float(uni.scales[0])), problems, checked[0], "uniform image")
-                         if want_ocr else None)
+                         if ocr_here else None)
             blind_set = _tile_set(blind)
             for q in checked:
                 bucket, frac = size_bucket(q, size)
@@ -762,7 +769,7 @@ def run_eval(data_dir: str | Path, config: EvalConfig | None = None,
                 if "full" in cfg.baselines:
                     rec["methods"]["full"] = _score(full_tokens, q, size, cfg)
                 t["baselines"] += time.perf_counter() - t5
-                if want_ocr and q.answers:
+                if ocr_here and q.answers:
                     rec["ocr"] = {}
                     mosaic_lines = (_read(ocr, render_mosaic(tex, sels["foveate"]), problems, q, "mosaic")
                                     if "foveate" in sels else None)
@@ -1033,8 +1040,10 @@ def plot_curves(result: EvalResult, path: Path) -> Path:
         for m in result.config.methods:
             ys = [summ[str(b)]["all"].get(m, {}).get(metric) for b in budgets]
             if any(y is not None for y in ys):
-                ax.plot(budgets, [np.nan if y is None else 100 * y for y in ys], marker="o",
-                        label=METHOD_LABELS.get(m, m), linestyle="--" if m in ("oracle", "full") else "-")
+                style = {"oracle": dict(linestyle="--"), "full": dict(linestyle="--"),
+                         "query_blind": dict(linestyle=":", marker="s", markersize=9, markerfacecolor="none")}
+                ax.plot(budgets, [np.nan if y is None else 100 * y for y in ys], **({"marker": "o"} | style.get(m, {})),
+                        label=METHOD_LABELS.get(m, m), zorder=3 if m.startswith("foveate") else 2)
         ax.set_xscale("log", base=2)
         ax.set_xticks(budgets, [str(b) for b in budgets])
         ax.set_xlabel("budget (tokens)")
@@ -1049,54 +1058,72 @@ def plot_curves(result: EvalResult, path: Path) -> Path:
     return path
 
 
-def worst_records(result: EvalResult, n: int, budget: int | None = None) -> list[dict]:
+def worst_records(result: EvalResult, n: int, budget: int | None = None, per_image: int = 1) -> list[dict]:
     """The ``n`` records with the lowest foveate legible coverage (then coverage) at ``budget`` (default: the
-    budget nearest 273)."""
+    budget nearest 273), at most ``per_image`` from one image."""
     budgets = result.config.budgets
     b = budget if budget is not None else min(budgets, key=lambda v: abs(v - 273))
     recs = [r for r in result.records if r["budget"] == b and "foveate" in r["methods"]]
     recs.sort(key=lambda r: (r["methods"]["foveate"]["legible_coverage"], r["methods"]["foveate"]["coverage"],
                              r["line"]))
-    return recs[:n]
+    out, seen = [], Counter()
+    for r in recs:
+        if seen[r["image"]] < per_image:
+            out.append(r)
+            seen[r["image"]] += 1
+        if len(out) == n:
+            break
+    return out
 
 
 def plot_gallery(result: EvalResult, path: Path, n: int = 12) -> Path:
-    """The worst queries: foveate's overlay (tokens outlined by level) with the ground-truth boxes in red.
-    Their images are encoded again here (a handful; nothing from the run is kept in memory)."""
+    """The worst queries (one per image), two panels each: foveate's overlay (tokens outlined by level) with the
+    ground-truth boxes in red, and the mosaic (what the VLM sees) cropped around those boxes.  The images are
+    encoded again here (a handful; nothing from the run is kept in memory)."""
     import cv2
 
     from .io import load_image
-    from .render import render_overlay
+    from .render import render_mosaic, render_overlay
     from .selection import select
     from .texture import encode_array
 
     plt = _pyplot()
     recs = worst_records(result, n)
-    cols = min(4, len(recs))
-    rows = math.ceil(len(recs) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 4.6 * rows), squeeze=False)
-    textures: dict[str, Any] = {}
+    cols = 2 * min(2, len(recs))
+    rows = math.ceil(2 * len(recs) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.0 * cols, 4.4 * rows), squeeze=False)
     data_dir = Path(result.data_dir)
     queries = {q.line: q for q in read_queries(data_dir)[0]}
-    for ax, rec in zip(axes.ravel(), recs):
-        if rec["image"] not in textures:
-            textures[rec["image"]] = encode_array(load_image(data_dir / rec["image"]), result.config.encode)
-        tex = textures[rec["image"]]
+    panels = iter(axes.ravel())
+    for rec in recs:
+        tex = encode_array(load_image(data_dir / rec["image"]), result.config.encode)
         sel = select(tex, rec["query"], config=dataclasses.replace(result.config.select, budget=rec["budget"],
                                                                    cut=False))
-        img = render_overlay(tex.image, sel)
         q, _ = check_boxes(queries[rec["line"]], tex.image_size)
-        thick = max(2, round(max(tex.image_size) / 400))
-        for x0, y0, x1, y1 in q.boxes:
-            cv2.rectangle(img, (int(x0), int(y0)), (int(x1) - 1, int(y1) - 1), (255, 0, 0), thick)
+        thick = max(2, round(max(tex.image_size) / 300))
+        views = [render_overlay(tex.image, sel), render_mosaic(tex, sel)]
+        for img in views:
+            for x0, y0, x1, y1 in q.boxes:
+                cv2.rectangle(img, (int(x0), int(y0)), (int(x1) - 1, int(y1) - 1), (255, 0, 0), thick)
+        # the crop: the boxes' bounding box with as much context again (at least 160 px), inside the image
+        h, w = tex.image_size
+        bx0, by0 = q.boxes[:, 0].min(), q.boxes[:, 1].min()
+        bx1, by1 = q.boxes[:, 2].max(), q.boxes[:, 3].max()
+        mx, my = max(bx1 - bx0, 160) / 2, max(by1 - by0, 160) / 2
+        cx0, cy0 = int(max(0, bx0 - mx)), int(max(0, by0 - my))
+        cx1, cy1 = int(min(w, bx1 + mx)), int(min(h, by1 + my))
         f = rec["methods"]["foveate"]
-        ax.imshow(img)
-        ax.set_title(f"line {rec['line']}: {rec['query'][:38]}\nlegible {100 * f['legible_coverage']:.0f}%, "
+        ax = next(panels)
+        ax.imshow(views[0])
+        ax.set_title(f"line {rec['line']}: {rec['query'][:40]}\nlegible {100 * f['legible_coverage']:.0f}%, "
                      f"coverage {100 * f['coverage']:.0f}%, {f['tokens']} tokens", fontsize=8)
+        ax = next(panels)
+        ax.imshow(views[1][cy0:cy1, cx0:cx1])
+        ax.set_title(f"mosaic near the boxes ({rec['image'][-28:]})", fontsize=8)
     for ax in axes.ravel():
         ax.axis("off")
-    fig.suptitle(f"{Path(result.data_dir).name}: worst {len(recs)} queries at budget {recs[0]['budget']} "
-                 "(red: ground truth)", fontsize=10)
+    fig.suptitle(f"{Path(result.data_dir).name}: worst {len(recs)} queries at budget {recs[0]['budget']}, one per "
+                 "image (red: ground truth)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
