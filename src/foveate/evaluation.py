@@ -632,6 +632,34 @@ def sample_queries(queries: list[EvalQuery], limit: int | None, seed: int) -> li
     return [queries[i] for i in sorted(idx)]
 
 
+def _ocr_setup(cfg: EvalConfig, has_answers: bool) -> tuple[_Ocr | None, dict[str, str]]:
+    """The OCR reader (or None) and the column's status: ok, off, not applicable or unavailable (with why)."""
+    if cfg.ocr == "off":
+        return None, {"status": "off", "reason": "OCR check switched off (--ocr off)"}
+    fn, why = load_ocr()
+    if cfg.ocr == "on" and fn is None:
+        raise FoveateError(why + "; install the OCR extra or run with --ocr off")
+    if not has_answers:
+        return None, {"status": "not applicable", "reason": "the set provides no answer_text"}
+    if fn is None:
+        return None, {"status": "unavailable", "reason": why}
+    return _Ocr(fn), {"status": "ok", "reason": ""}
+
+
+@dataclass
+class _Run:
+    """State shared by the images of one run."""
+
+    cfg: EvalConfig
+    data_dir: Path
+    device: Any
+    ocr: _Ocr | None
+    problems: list[Problem] = field(default_factory=list)
+    records: list[dict] = field(default_factory=list)
+    counts: Counter = field(default_factory=Counter)
+    t: Counter = field(default_factory=Counter)
+
+
 def run_eval(data_dir: str | Path, config: EvalConfig | None = None,
              progress: Callable[[int, int], None] | None = None) -> EvalResult:
     """Evaluate foveate and the baselines on a data set folder.
@@ -640,167 +668,154 @@ def run_eval(data_dir: str | Path, config: EvalConfig | None = None,
     ``progress(done, total)`` is called as (query, budget) pairs complete.
     """
     from .device import resolve_device
-    from .io import load_image
-    from .render import render_mosaic
-    from .selection import select
-    from .texture import encode_array
 
     cfg = config or EvalConfig()
-    device = resolve_device(cfg.device)
     t_start = time.perf_counter()
     data_dir = Path(data_dir)
     queries, problems, n_lines = read_queries(data_dir)
     queries = sample_queries(queries, cfg.limit, cfg.seed)
-    total = len(queries) * len(cfg.budgets)
-    done = 0
-
-    has_answers = any(q.answers for q in queries)
-    ocr_fn, why = (None, "") if cfg.ocr == "off" else load_ocr()
-    if cfg.ocr == "on" and ocr_fn is None:
-        raise FoveateError(why + "; install the OCR extra or run with --ocr off")
-    if cfg.ocr == "off":
-        ocr_status = {"status": "off", "reason": "OCR check switched off (--ocr off)"}
-    elif not has_answers:
-        ocr_status = {"status": "not applicable", "reason": "the set provides no answer_text"}
-        ocr_fn = None
-    elif ocr_fn is None:
-        ocr_status = {"status": "unavailable", "reason": why}
-    else:
-        ocr_status = {"status": "ok", "reason": ""}
-    ocr = _Ocr(ocr_fn) if ocr_fn is not None else None
-
+    ocr, ocr_status = _ocr_setup(cfg, any(q.answers for q in queries))
+    run = _Run(cfg, data_dir, resolve_device(cfg.device), ocr, problems)
     by_image: dict[str, list[EvalQuery]] = defaultdict(list)
     for q in queries:
         by_image[q.image].append(q)
-    records: list[dict] = []
-    counts = Counter(lines=n_lines, queries_read=n_lines - sum(p.skipped for p in problems), queries=len(queries),
-                     images=len(by_image), encodes=0)
-    t = Counter()
-    foveate_cfgs = [("foveate", cfg.select)] + [(f"foveate:{n}", c) for n, c in cfg.variants]
-
+    run.counts.update(lines=n_lines, queries_read=n_lines - sum(p.skipped for p in problems), queries=len(queries),
+                      images=len(by_image), encodes=0)
+    done, total = 0, len(queries) * len(cfg.budgets)
     for image_rel, qs in by_image.items():
-        path = data_dir / image_rel
-        if not path.is_file():
-            problems += [Problem(q.line, "image_missing", f"image {image_rel} not found in {data_dir}", True, image_rel)
-                         for q in qs]
-            done += len(qs) * len(cfg.budgets)
-            progress and progress(done, total)
-            continue
-        t0 = time.perf_counter()
-        try:
-            rgb = load_image(path, max_pixels=cfg.encode.max_pixels)
-        except FoveateError as exc:
-            problems += [Problem(q.line, "image_unreadable", f"image {image_rel}: {exc}", True, image_rel) for q in qs]
-            done += len(qs) * len(cfg.budgets)
-            progress and progress(done, total)
-            continue
-        size = (int(rgb.shape[0]), int(rgb.shape[1]))
-        checked = []
-        for q in qs:
-            cq, probs = check_boxes(q, size)
-            problems += probs
-            if cq is not None:
-                checked.append(cq)
-        if not checked:
-            done += len(qs) * len(cfg.budgets)
-            progress and progress(done, total)
-            continue
-        t1 = time.perf_counter()
-        tex = encode_array(rgb, cfg.encode, device)
-        counts["encodes"] += 1
-        t2 = time.perf_counter()
-        t["decode"] += t1 - t0
-        t["encode"] += t2 - t1
-        shapes, patch = tex.level_shapes, tex.patch_size
-        full_tokens = Tokens.from_tiles([(0, r, c) for r in range(shapes[0][0]) for c in range(shapes[0][1])],
-                                        size, patch, shapes[0])
-        want_ocr = ocr is not None and any(q.answers for q in checked)
-        full_lines = _read(ocr, rgb, problems, checked[0], "full image") if want_ocr else None
-        seed_key = zlib.crc32(image_rel.encode())
-        for budget in cfg.budgets:
-            cfg_b = {name: dataclasses.replace(c, budget=budget, cut=False) for name, c in foveate_cfgs}
-            t3 = time.perf_counter()
-            try:
-                blind = select(tex, None, config=cfg_b["foveate"])
-            except BudgetError as exc:
-                problems += [Problem(q.line, "budget", f"budget {budget}: {exc}", True, image_rel) for q in checked]
-                done += len(qs)
-                progress and progress(done, total)
-                continue
-            uni = uniform_tokens(size, patch, budget)
-            rnd = [Tokens.from_tiles(random_tiles(shapes, budget, cfg.select.gist,
-                                                  np.random.default_rng([cfg.seed, k, seed_key])), size, patch,
-                                     shapes[0]) for k in range(cfg.random_seeds)]
-            t["baselines"] += time.perf_counter() - t3
-            ocr_here = want_ocr and (cfg.ocr_budgets is None or budget in cfg.ocr_budgets)
-            uni_lines = (_read(ocr, uniform_view(rgb, float(uni.scales[0])), problems, checked[0], "uniform image")
-                         if ocr_here else None)
-            blind_set = _tile_set(blind)
-            for q in checked:
-                bucket, frac = size_bucket(q, size)
-                rec: dict[str, Any] = {"line": q.line, "image": image_rel, "query": q.text, "budget": budget,
-                                       "bucket": bucket, "box_area_frac": round(frac, 6), "n_boxes": len(q.boxes),
-                                       "meta": q.meta, "methods": {}}
-                sels = {}
-                for name, c in cfg_b.items():
-                    t4 = time.perf_counter()
-                    try:
-                        sel = select(tex, q.text, config=c)
-                    except BudgetError as exc:
-                        problems.append(Problem(q.line, "budget", f"budget {budget}, {name}: {exc}", True, image_rel))
-                        continue
-                    t["select"] += time.perf_counter() - t4
-                    sels[name] = sel
-                    t5 = time.perf_counter()
-                    rec["methods"][name] = _score(Tokens.from_selection(sel), q, size, cfg)
-                    t["metrics"] += time.perf_counter() - t5
-                if "foveate" in sels:
-                    rec["same_as_query_blind"] = _tile_set(sels["foveate"]) == blind_set
-                t5 = time.perf_counter()
-                if "uniform" in cfg.baselines:
-                    rec["methods"]["uniform"] = _score(uni, q, size, cfg) | {"scale": round(float(uni.scales[0]), 4)}
-                if "random" in cfg.baselines:
-                    rec["methods"]["random"] = _mean_scores([_score(r, q, size, cfg) for r in rnd])
-                if "query_blind" in cfg.baselines:
-                    rec["methods"]["query_blind"] = _score(Tokens.from_selection(blind), q, size, cfg)
-                if "oracle" in cfg.baselines:
-                    tiles = oracle_tiles(shapes, patch, q.boxes, q.text_heights, cfg_b["foveate"], cfg.min_px)
-                    rec["methods"]["oracle"] = _score(Tokens.from_tiles(tiles, size, patch, shapes[0]), q, size, cfg)
-                if "full" in cfg.baselines:
-                    rec["methods"]["full"] = _score(full_tokens, q, size, cfg)
-                t["baselines"] += time.perf_counter() - t5
-                if ocr_here and q.answers:
-                    rec["ocr"] = {}
-                    mosaic_lines = (_read(ocr, render_mosaic(tex, sels["foveate"]), problems, q, "mosaic")
-                                    if "foveate" in sels else None)
-                    for name, lines in (("foveate", mosaic_lines), ("uniform", uni_lines), ("full", full_lines)):
-                        if lines is not None:
-                            found = query_answer_found(q, lines, cfg.max_error_rate)
-                            if found is not None:
-                                rec["ocr"][name] = found
-                records.append(rec)
-            done += len(qs)
-            progress and progress(done, total)
+        _eval_image(run, image_rel, qs)
+        done += len(qs) * len(cfg.budgets)
+        if progress:
+            progress(done, total)
+    counts, t = run.counts, run.t
     if ocr is not None:
         t["ocr"] = ocr.seconds
         counts["ocr_reads"] = ocr.calls
-    counts["records"] = len(records)
-    counts["evaluated_queries"] = len({(r["line"]) for r in records})
+    counts["records"] = len(run.records)
+    counts["evaluated_queries"] = len({r["line"] for r in run.records})
     counts["problems"] = len(problems)
     for p in problems:
         counts[f"problem:{p.kind}"] += 1
     counts["skipped_lines"] = len({p.line for p in problems if p.skipped and p.kind != "budget"})
     t["wall"] = time.perf_counter() - t_start
     problems.sort(key=lambda p: (p.line or 0))
-    return EvalResult(str(data_dir), cfg, records, problems, dict(counts), dict(t), ocr_status)
+    return EvalResult(str(data_dir), cfg, run.records, problems, dict(counts), dict(t), ocr_status)
 
 
-def _read(ocr: _Ocr, image: np.ndarray, problems: list[Problem], q: EvalQuery, what: str) -> list | None:
-    """OCR one picture; a failure is a Problem (the OCR columns of the queries concerned stay empty)."""
+def _eval_image(run: _Run, image_rel: str, qs: list[EvalQuery]) -> None:
+    """Decode and encode one image once, then evaluate all its queries at every budget."""
+    from .io import load_image
+    from .selection import select
+    from .texture import encode_array
+
+    cfg, problems, t = run.cfg, run.problems, run.t
+    path = run.data_dir / image_rel
+    if not path.is_file():
+        problems += [Problem(q.line, "image_missing", f"image {image_rel} not found in {run.data_dir}", True,
+                             image_rel) for q in qs]
+        return
+    t0 = time.perf_counter()
     try:
-        return ocr(image)
+        rgb = load_image(path, max_pixels=cfg.encode.max_pixels)
+    except FoveateError as exc:
+        problems += [Problem(q.line, "image_unreadable", f"image {image_rel}: {exc}", True, image_rel) for q in qs]
+        return
+    size = (int(rgb.shape[0]), int(rgb.shape[1]))
+    checked = []
+    for q in qs:
+        cq, probs = check_boxes(q, size)
+        problems += probs
+        if cq is not None:
+            checked.append(cq)
+    if not checked:
+        return
+    t1 = time.perf_counter()
+    tex = encode_array(rgb, cfg.encode, run.device)
+    run.counts["encodes"] += 1
+    t["decode"] += t1 - t0
+    t["encode"] += time.perf_counter() - t1
+    shapes, patch = tex.level_shapes, tex.patch_size
+    full = Tokens.from_tiles([(0, r, c) for r in range(shapes[0][0]) for c in range(shapes[0][1])], size, patch,
+                             shapes[0])
+    want_ocr = run.ocr is not None and any(q.answers for q in checked)
+    full_lines = _read(run, rgb, checked[0], "full image") if want_ocr else None
+    seed_key = zlib.crc32(image_rel.encode())
+    variants = [("foveate", cfg.select)] + [(f"foveate:{n}", c) for n, c in cfg.variants]
+    for budget in cfg.budgets:
+        cfg_b = {name: dataclasses.replace(c, budget=budget, cut=False) for name, c in variants}
+        t2 = time.perf_counter()
+        try:
+            blind = select(tex, None, config=cfg_b["foveate"])
+        except BudgetError as exc:
+            problems += [Problem(q.line, "budget", f"budget {budget}: {exc}", True, image_rel) for q in checked]
+            continue
+        baselines: dict[str, Tokens] = {"uniform": uniform_tokens(size, patch, budget),
+                                        "query_blind": Tokens.from_selection(blind), "full": full}
+        rnd = [Tokens.from_tiles(random_tiles(shapes, budget, cfg.select.gist,
+                                              np.random.default_rng([cfg.seed, k, seed_key])), size, patch, shapes[0])
+               for k in range(cfg.random_seeds)]
+        t["baselines"] += time.perf_counter() - t2
+        ocr_here = want_ocr and (cfg.ocr_budgets is None or budget in cfg.ocr_budgets)
+        uni_scale = float(baselines["uniform"].scales[0])
+        uni_lines = _read(run, uniform_view(rgb, uni_scale), checked[0], "uniform image") if ocr_here else None
+        blind_set = _tile_set(blind)
+        for q in checked:
+            bucket, frac = size_bucket(q, size)
+            rec: dict[str, Any] = {"line": q.line, "image": image_rel, "query": q.text, "budget": budget,
+                                   "bucket": bucket, "box_area_frac": round(frac, 6), "n_boxes": len(q.boxes),
+                                   "meta": q.meta, "methods": {}}
+            sels = {}
+            for name, c in cfg_b.items():
+                t3 = time.perf_counter()
+                try:
+                    sels[name] = select(tex, q.text, config=c)
+                except BudgetError as exc:
+                    problems.append(Problem(q.line, "budget", f"budget {budget}, {name}: {exc}", True, image_rel))
+                    continue
+                t4 = time.perf_counter()
+                rec["methods"][name] = _score(Tokens.from_selection(sels[name]), q, size, cfg)
+                t["select"] += t4 - t3
+                t["metrics"] += time.perf_counter() - t4
+            if "foveate" in sels:
+                rec["same_as_query_blind"] = _tile_set(sels["foveate"]) == blind_set
+            t5 = time.perf_counter()
+            for name in cfg.baselines:
+                if name == "random":
+                    rec["methods"][name] = _mean_scores([_score(r, q, size, cfg) for r in rnd])
+                elif name == "oracle":
+                    tiles = oracle_tiles(shapes, patch, q.boxes, q.text_heights, cfg_b["foveate"], cfg.min_px)
+                    rec["methods"][name] = _score(Tokens.from_tiles(tiles, size, patch, shapes[0]), q, size, cfg)
+                else:
+                    rec["methods"][name] = _score(baselines[name], q, size, cfg)
+            if "uniform" in rec["methods"]:
+                rec["methods"]["uniform"]["scale"] = round(uni_scale, 4)
+            t["baselines"] += time.perf_counter() - t5
+            if ocr_here and q.answers:
+                rec["ocr"] = _ocr_record(run, tex, q, sels.get("foveate"), uni_lines, full_lines)
+            run.records.append(rec)
+
+
+def _ocr_record(run: _Run, tex, q: EvalQuery, sel: Selection | None, uni_lines: list | None,
+                full_lines: list | None) -> dict:
+    """Is ``q``'s answer read in foveate's mosaic, the uniform image, the full image?  ``{method: {exact, fuzzy}}``."""
+    from .render import render_mosaic
+
+    mosaic_lines = _read(run, render_mosaic(tex, sel), q, "mosaic") if sel is not None else None
+    out = {}
+    for name, lines in (("foveate", mosaic_lines), ("uniform", uni_lines), ("full", full_lines)):
+        if lines is not None:
+            found = query_answer_found(q, lines, run.cfg.max_error_rate)
+            if found is not None:
+                out[name] = found
+    return out
+
+
+def _read(run: _Run, image: np.ndarray, q: EvalQuery, what: str) -> list | None:
+    """OCR one picture; a failure is a Problem (the OCR cells of the queries concerned stay empty)."""
+    try:
+        return run.ocr(image)
     except Exception as exc:  # noqa: BLE001 -- any OCR failure is reported, never fatal
-        problems.append(Problem(q.line, "ocr", f"OCR of the {what} of {q.image} failed: {exc}", False, q.image))
+        run.problems.append(Problem(q.line, "ocr", f"OCR of the {what} of {q.image} failed: {exc}", False, q.image))
         return None
 
 
