@@ -1139,7 +1139,7 @@ def plot_gallery(result: EvalResult, path: Path, n: int = 12) -> Path:
         ax.axis("off")
     fig.suptitle(f"{Path(result.data_dir).name}: worst {len(recs)} queries at budget {recs[0]['budget']}, one per "
                  "image (red: ground truth)", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / fig.get_figheight()))  # leave room for the title
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
