@@ -274,6 +274,7 @@ def eval_command(
     per-query record) and eval.md."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from .errors import DatasetError
     from .evaluation import EvalConfig, parse_select_value, parse_variant, print_tables, run_eval, write_outputs
 
     knobs = {"mode": mode, "area_exponent": str(area_exponent), "min_level": str(min_level),
@@ -302,7 +303,7 @@ def eval_command(
     if not result.records:
         for p in result.problems[:20]:
             err.print(str(p), highlight=False, markup=False)
-        raise FoveateError(f"nothing to evaluate in {data_dir}: {result.counts.get('problems', 0)} problems, "
+        raise DatasetError(f"nothing to evaluate in {data_dir}: {result.counts.get('problems', 0)} problems, "
                            "no valid query (see above)")
     print_tables(result, out, group_by)
     written = write_outputs(result, output or Path("out") / "eval" / data_dir.resolve().name, plots=plots,

@@ -67,7 +67,7 @@ OCR_METHODS = ("foveate", "uniform", "full")
 #: box-size buckets: a query's mean ground-truth box area as a fraction of the image area, upper bounds
 SIZE_BUCKETS = (("tiny <0.1%", 0.001), ("small 0.1-1%", 0.01), ("medium 1-10%", 0.1), ("large >=10%", math.inf))
 
-#: Problem kinds; ``skips`` tells whether the line (query) is left out of the evaluation
+#: every kind of :class:`Problem` and what it means (also written to eval.json)
 PROBLEM_KINDS = {
     "json": "not a JSON object",
     "schema": "missing or malformed field",
@@ -589,6 +589,7 @@ class EvalResult:
             "methods": {m: METHOD_HELP.get(m.split(":")[0], "") for m in self.config.methods},
             "summary": aggregate(self.records, self.config.methods),
             "by_size": aggregate(self.records, self.config.methods, key="bucket"),
+            "problem_kinds": {k: v for k, v in PROBLEM_KINDS.items() if any(p.kind == k for p in self.problems)},
             "problems": [p.to_dict() for p in self.problems],
             "records": self.records,
         }
@@ -1000,7 +1001,7 @@ def print_tables(result: EvalResult, console, group_by: Sequence[str] = ()) -> N
     if result.ocr["status"] not in ("ok", "not applicable"):
         console.print(f"OCR column: {result.ocr['status']} -- {result.ocr['reason']}", highlight=False)
     for p in result.problems[:20]:
-        console.print(f"[yellow]{p}[/]", highlight=False)
+        console.print(str(p), style="yellow", markup=False, highlight=False)
     if len(result.problems) > 20:
         console.print(f"... {len(result.problems) - 20} more problems in the JSON file", highlight=False)
     console.print(problem_summary(result), highlight=False)
