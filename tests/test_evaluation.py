@@ -444,11 +444,11 @@ def test_write_outputs_json_markdown_and_plots(result, tmp_path):
 
 
 def test_plots_without_matplotlib_say_what_to_install(monkeypatch):
-    from foveate.evaluation import _pyplot
+    from foveate.evaluation import load_pyplot
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(FoveateError, match=r"foveate\[plots\]"):
-        _pyplot()
+        load_pyplot()
 
 
 # ----------------------------------------------------------------------------------------------------------

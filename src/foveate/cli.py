@@ -250,8 +250,8 @@ def eval_command(
     gist: bool = typer.Option(True, "--gist/--no-gist", help="topk (and the random baseline): add the coarsest level."),
     variant: list[str] = typer.Option([], "--variant", help="Another foveate row from the same textures: "
                                       "NAME:key=value[:key=value], e.g. cascade5:mode=topk:topk_levels=4,3,2,1,0."),
-    baselines: str = typer.Option(",".join(("uniform", "random", "query_blind", "oracle", "full")), "--baselines",
-                                  help="Comma-separated subset of uniform, random, query_blind, oracle, full."),
+    baselines: str = typer.Option("all", "--baselines", help="all, none, or a comma-separated subset of uniform, "
+                                  "random, query_blind, oracle, full."),
     min_px: float = typer.Option(8.0, "--min-px", help="Text stays legible while height / scale >= this (px)."),
     hit_threshold: float = typer.Option(0.9, "--hit-threshold", help="A hit: every box legibly covered >= this."),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", help="Evaluate a random sample of N queries."),
@@ -275,7 +275,8 @@ def eval_command(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from .errors import DatasetError
-    from .evaluation import EvalConfig, parse_select_value, parse_variant, print_tables, run_eval, write_outputs
+    from .evaluation import (BASELINES, EvalConfig, load_pyplot, parse_select_value, parse_variant, print_tables,
+                             run_eval, write_outputs)
 
     knobs = {"mode": mode, "area_exponent": str(area_exponent), "min_level": str(min_level),
              "topk_levels": topk_levels, "topk_candidates": topk_candidates, "gist": str(gist)}
@@ -283,7 +284,8 @@ def eval_command(
     config = EvalConfig(
         budgets=_int_list(budget, "--budget"), encode=_encode_config(preset, patch_size, max_levels, max_pixels),
         select=sel, variants=tuple(parse_variant(v, sel) for v in variant),
-        baselines=tuple(b.strip() for b in baselines.split(",") if b.strip()), min_px=min_px,
+        baselines=BASELINES if baselines == "all" else tuple(b.strip() for b in baselines.split(",")
+                                                              if b.strip() and baselines != "none"), min_px=min_px,
         hit_threshold=hit_threshold, random_seeds=random_seeds, seed=seed, limit=limit, ocr=ocr,
         ocr_budgets=_int_list(ocr_budget, "--ocr-budget") if ocr_budget else None, device=device)
     if threads is not None:
@@ -293,9 +295,7 @@ def eval_command(
             raise FoveateError("--threads must be at least 1")
         torch.set_num_threads(threads)
     if plots:
-        from .evaluation import _pyplot
-
-        _pyplot()  # fail now, not after the run
+        load_pyplot()  # fail now, not after the run
     with Progress(TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err,
                   transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("eval", total=None)

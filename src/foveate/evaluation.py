@@ -1034,7 +1034,8 @@ def _json_default(o: Any) -> Any:
     return str(o)
 
 
-def _pyplot():
+def load_pyplot():
+    """matplotlib's pyplot on the Agg backend, or a FoveateError saying what to install."""
     try:
         import matplotlib
 
@@ -1047,7 +1048,7 @@ def _pyplot():
 
 def plot_curves(result: EvalResult, path: Path) -> Path:
     """Coverage, legible coverage and hit rate vs budget, one line per method."""
-    plt = _pyplot()
+    plt = load_pyplot()
     summ = aggregate(result.records, result.config.methods)
     budgets = [int(b) for b in summ]
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
@@ -1103,7 +1104,7 @@ def plot_gallery(result: EvalResult, path: Path, n: int = 12) -> Path:
     from .selection import select
     from .texture import encode_array
 
-    plt = _pyplot()
+    plt = load_pyplot()
     recs = worst_records(result, n)
     cols = 2 * min(2, len(recs))
     rows = math.ceil(2 * len(recs) / cols)
