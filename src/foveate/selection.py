@@ -163,13 +163,10 @@ def score_texture(texture: Texture, query: Query, scorer: Scorer | None = None) 
     scorer = scorer or default_scorer(texture.channels, feats.device)
     qm = query_maps(texture, query)
     flat_q = qm.flat(texture, feats.device)
-    with torch.inference_mode():
-        score, need = scorer(feats, flat_q, qm.names)
-        bound = scorer.bound(feats, flat_q, qm.names)
+    score, need, bound = scorer.evaluate(feats, flat_q, qm.names)
     shapes = texture.level_shapes
 
-    def per_level(t: torch.Tensor) -> list[np.ndarray]:
-        a = t.float().cpu().numpy()
+    def per_level(a: np.ndarray) -> list[np.ndarray]:
         return [a[offsets[i] : offsets[i + 1]].reshape(shapes[i]) for i in range(len(shapes))]
 
     return Scores(per_level(score), per_level(need), per_level(bound), list(qm.notes), feats, flat_q,
