@@ -456,6 +456,89 @@ def bench(
               json_path=json_path, device=device, console=out)
 
 
+def _int_list(values: list[str], what: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(v) for text in values for v in re.split(r"[,\s]+", text.strip()) if v)
+    except ValueError:
+        raise typer.BadParameter(f"{what} takes whole numbers, e.g. 64,144,273,576; got {values}") from None
+
+
+@app.command("eval")
+def eval_command(
+    data_dir: Path = typer.Argument(..., help="A folder with queries.jsonl (image, query, boxes per line) and images."),
+    budget: list[str] = typer.Option(["273"], "--budget", "-b", help="Budget(s): 273, or 64,144,273,576 for a curve."),
+    mode: str = typer.Option("quadtree", "--mode", "-m", help="quadtree or topk."),
+    area_exponent: float = typer.Option(1.0, "--area-exponent", help="quadtree: weight of the area a split refines."),
+    min_level: int = typer.Option(0, "--min-level", help="quadtree: never split below this level."),
+    topk_levels: str = typer.Option("4,2,0", "--topk-levels", help="topk: cascade stage levels, e.g. 4,3,2,1,0."),
+    topk_candidates: str = typer.Option("default", "--topk-candidates",
+                                        help="topk: candidates per stage transition, e.g. 500,none (none = keep all)."),
+    gist: bool = typer.Option(True, "--gist/--no-gist", help="topk (and the random baseline): add the coarsest level."),
+    variant: list[str] = typer.Option([], "--variant", help="Another foveate row from the same textures: "
+                                      "NAME:key=value[:key=value], e.g. cascade5:mode=topk:topk_levels=4,3,2,1,0."),
+    baselines: str = typer.Option("all", "--baselines", help="all, none, or a comma-separated subset of uniform, "
+                                  "random, query_blind, oracle, full."),
+    min_px: float = typer.Option(8.0, "--min-px", help="Text stays legible while height / scale >= this (px)."),
+    hit_threshold: float = typer.Option(0.9, "--hit-threshold", help="A hit: every box legibly covered >= this."),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", help="Evaluate a random sample of N queries."),
+    seed: int = typer.Option(0, "--seed", help="Seed for --limit and the random baseline."),
+    random_seeds: int = typer.Option(5, "--random-seeds", help="Seeds averaged for the random baseline."),
+    ocr: str = typer.Option("auto", "--ocr", help="OCR answer check: auto, on or off."),
+    ocr_budget: list[str] = typer.Option([], "--ocr-budget", help="Run the (slow) OCR check at these budgets only."),
+    group_by: list[str] = typer.Option([], "--group-by", help="Also tabulate by this metadata key (e.g. isthing)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output folder (default out/eval/<set>)."),
+    plots: bool = typer.Option(False, "--plots", help="Also write curves.png and gallery.png (needs matplotlib)."),
+    gallery: int = typer.Option(12, "--gallery", help="Worst queries shown in gallery.png."),
+    markdown: bool = typer.Option(False, "--markdown", help="Print the markdown tables (as in eval.md) to stdout."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads (selection's small matmuls "
+                                          "gain nothing from more than 1 on a loaded machine)."),
+    preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
+    max_pixels: int = MaxPixOpt, device: str = DeviceOpt,
+) -> None:
+    """Measure on annotated data whether the selected tokens cover what each query asks about, next to the
+    uniform, random, query-blind and oracle baselines at the same budget(s).  Writes eval.json (every
+    per-query record) and eval.md."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .errors import DatasetError
+    from .evaluation import (BASELINES, EvalConfig, load_pyplot, parse_select_value, parse_variant, print_tables,
+                             run_eval, write_outputs)
+
+    knobs = {"mode": mode, "area_exponent": str(area_exponent), "min_level": str(min_level),
+             "topk_levels": topk_levels, "topk_candidates": topk_candidates, "gist": str(gist)}
+    sel = SelectConfig(**{k: parse_select_value(k, v) for k, v in knobs.items()})
+    config = EvalConfig(
+        budgets=_int_list(budget, "--budget"), encode=_encode_config(preset, patch_size, max_levels, max_pixels),
+        select=sel, variants=tuple(parse_variant(v, sel) for v in variant),
+        baselines=BASELINES if baselines == "all" else tuple(b.strip() for b in baselines.split(",")
+                                                              if b.strip() and baselines != "none"), min_px=min_px,
+        hit_threshold=hit_threshold, random_seeds=random_seeds, seed=seed, limit=limit, ocr=ocr,
+        ocr_budgets=_int_list(ocr_budget, "--ocr-budget") if ocr_budget else None, device=device)
+    if threads is not None:
+        import torch
+
+        if threads < 1:
+            raise FoveateError("--threads must be at least 1")
+        torch.set_num_threads(threads)
+    if plots:
+        load_pyplot()  # fail now, not after the run
+    with Progress(TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err,
+                  transient=True, disable=not err.is_terminal) as bar:
+        task = bar.add_task("eval", total=None)
+        result = run_eval(data_dir, config, progress=lambda done, total: bar.update(task, completed=done, total=total))
+    if not result.records:
+        for p in result.problems[:20]:
+            err.print(str(p), highlight=False, markup=False)
+        raise DatasetError(f"nothing to evaluate in {data_dir}: {result.counts.get('problems', 0)} problems, "
+                           "no valid query (see above)")
+    print_tables(result, out, group_by)
+    written = write_outputs(result, output or Path("out") / "eval" / data_dir.resolve().name, plots=plots,
+                            gallery=gallery, group_by=group_by)
+    if markdown:
+        print(written["markdown"].read_text())
+    out.print("wrote " + ", ".join(str(p) for p in written.values()), highlight=False)
+
+
 def main() -> None:
     """Console entry point: run the app, turning foveate errors into one-line messages."""
     try:

@@ -46,6 +46,10 @@ class TextureFormatError(FoveateError):
     """A saved texture is corrupt, truncated, or written by another format version."""
 
 
+class DatasetError(FoveateError):
+    """An evaluation data set that cannot be read at all (no folder, no queries.jsonl, nothing valid in it)."""
+
+
 class DeviceError(FoveateError):
     """The requested device is unknown or not available."""
 
