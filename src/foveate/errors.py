@@ -52,3 +52,7 @@ class DatasetError(FoveateError):
 
 class DeviceError(FoveateError):
     """The requested device is unknown or not available."""
+
+
+class StoreError(FoveateError):
+    """The texture store cannot be opened or written (not a store, locked too long, entry above the cap)."""
