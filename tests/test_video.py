@@ -441,6 +441,24 @@ def test_stability_keeps_tiles_unless_beaten_by_the_margin():
         assert kept(20.0, mode) == 1.0  # ... but not by 20
 
 
+def test_the_stability_scorer_keeps_the_scorer_contract(photo_texture):
+    from foveate.scoring import default_scorer
+
+    feats, _ = photo_texture.flat_features()
+    base = default_scorer(photo_texture.channels, feats.device)
+    rng = np.random.default_rng(0)
+    bonus, bound_bonus = (rng.random(feats.shape[0]).astype(np.float32) for _ in range(2))
+    wrapped = video_mod._StableScorer(base, bonus, bound_bonus)
+    score, need, bound = wrapped.evaluate(feats)
+    s0, n0, b0 = base.evaluate(feats)
+    np.testing.assert_allclose(score, s0 + bonus, atol=1e-5) and np.testing.assert_array_equal(need, n0)
+    np.testing.assert_allclose(bound, b0 + bound_bonus, atol=1e-5)
+    with torch.inference_mode():
+        fs, fn = wrapped(feats)
+        np.testing.assert_allclose(fs.numpy(), score, atol=1e-4)
+        np.testing.assert_allclose(wrapped.bound(feats).numpy(), bound, atol=1e-4)
+
+
 def test_one_model_many_sessions_and_streams():
     frames = moving_box(5)
     pred = VideoPredictor(preset="fast", device="cpu", max_streams=2)

@@ -642,18 +642,23 @@ def token_overlap(a: Selection, b: Selection) -> float:
 
 
 class _StableScorer(nn.Module):
-    """Wraps a scorer: adds ``bonus`` (N_total,) to every tile's score and ``bound_bonus`` to its top-k bound."""
+    """Wraps a scorer: adds ``bonus`` (N_total,) to every tile's score and ``bound_bonus`` to its top-k bound.
+    Implements the scorer interface ``select`` uses (``evaluate``, and ``forward``/``bound``/``explain``)."""
 
-    def __init__(self, base: nn.Module, bonus: torch.Tensor, bound_bonus: torch.Tensor) -> None:
+    def __init__(self, base: nn.Module, bonus: np.ndarray, bound_bonus: np.ndarray) -> None:
         super().__init__()
         self.base, self.bonus, self.bound_bonus = base, bonus, bound_bonus
 
+    def evaluate(self, feats, qmaps=None, qnames=()):
+        score, need, bound = self.base.evaluate(feats, qmaps, qnames)
+        return score + self.bonus, need, bound + self.bound_bonus
+
     def forward(self, feats, qmaps=None, qnames=()):
         score, need = self.base(feats, qmaps, qnames)
-        return score + self.bonus.to(score), need
+        return score + torch.from_numpy(self.bonus).to(score), need
 
     def bound(self, feats, qmaps=None, qnames=()):
-        return self.base.bound(feats, qmaps, qnames) + self.bound_bonus.to(feats)
+        return self.base.bound(feats, qmaps, qnames) + torch.from_numpy(self.bound_bonus).to(feats)
 
     def explain(self, feats, qmaps, qnames, rows):
         return self.base.explain(feats, qmaps, qnames, rows)
@@ -994,8 +999,7 @@ class VideoPredictor:
         if state.config.stability > 0 and last is not None and last.frame < state.index and last.mode == cfg.mode:
             keep, bound = _kept_tiles(tex.level_shapes, last, cfg.mode)
             margin = state.config.stability
-            flat = lambda maps: torch.from_numpy(  # noqa: E731
-                np.concatenate([m.ravel() for m in maps]).astype(np.float32) * margin)
+            flat = lambda maps: (np.concatenate([m.ravel() for m in maps]) * margin).astype(np.float32)  # noqa: E731
             scorer = _StableScorer(scorer, flat(keep), flat(bound))
             kept0 = keep[0]
         sel = select_tokens(tex, query, config=cfg, scorer=scorer, **kwargs)
