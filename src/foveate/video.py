@@ -263,7 +263,6 @@ class _Record:
     """One remembered frame: tile maps (gh, gw) in the coordinates of the newest frame (moved on every frame)."""
 
     index: int
-    keyframe: bool
     saliency: np.ndarray
     relevance: dict[str, np.ndarray] = field(default_factory=dict)
     fixations: dict[str, np.ndarray] = field(default_factory=dict)
@@ -816,7 +815,7 @@ class VideoPredictor:
         t = time.perf_counter()
         layout = state._layout
         sal = _saliency_map(state, layout)
-        record = _Record(index=idx, keyframe=keyframe, saliency=sal)
+        record = _Record(index=idx, saliency=sal)
         state._memory.append(record)
         if keyframe and cfg.keyframes:
             state._keyframes.append(record)
