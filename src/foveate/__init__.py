@@ -18,12 +18,14 @@ from .errors import (
     QueryError,
     TextureFormatError,
     UnsupportedInputError,
+    VideoError,
 )
 from .io import load_image
 from .predictor import FoveatePredictor
 from .scoring import Query, Scorer
 from .selection import Selection, select
 from .texture import Texture, encode
+from .video import FrameReader, VideoConfig, VideoPredictor, VideoState, read_frames
 
 __version__ = "0.1.0"
 
@@ -31,5 +33,6 @@ __all__ = [
     "BudgetError", "ChannelGroup", "ConfigError", "DeviceError", "EncodeConfig", "FoveateError",
     "FoveatePredictor", "ImageDecodeError", "ImageError", "ImageTooLargeError", "NoImageSetError", "Query",
     "QueryError", "Scorer", "SelectConfig", "Selection", "Texture", "TextureFormatError",
-    "UnsupportedInputError", "encode", "list_groups", "load_image", "register_group", "select",
+    "UnsupportedInputError", "VideoConfig", "VideoError", "VideoPredictor", "VideoState", "FrameReader", "encode",
+    "list_groups", "load_image", "read_frames", "register_group", "select",
 ]

@@ -74,6 +74,14 @@ def _parse_numbers(text: str, n: int, what: str) -> tuple[float, ...]:
     return vals
 
 
+def _numbers(text: str, what: str) -> tuple[float, ...]:
+    """'0,2.5,4' -> (0.0, 2.5, 4.0); '' -> ()."""
+    try:
+        return tuple(float(t) for t in text.split(",") if t.strip())
+    except ValueError:
+        raise typer.BadParameter(f"{what} must be numbers separated by commas, got {text!r}") from None
+
+
 def _slug(text: str | None, i: int) -> str:
     s = re.sub(r"[^A-Za-z0-9]+", "-", (text or "prompt")).strip("-").lower()[:40] or "query"
     return f"q{i:02d}-{s}"
@@ -537,6 +545,139 @@ def eval_command(
     if markdown:
         print(written["markdown"].read_text())
     out.print("wrote " + ", ".join(str(p) for p in written.values()), highlight=False)
+
+
+@app.command()
+def video(
+    source: Path = typer.Argument(..., help="A video file (mp4, webm, ... via OpenCV/FFmpeg) or a folder of frames."),
+    query: Optional[str] = typer.Option(None, "--query", "-q", help="Query text, applied to every frame."),
+    point: list[str] = typer.Option([], "--point", help="Positive point prompt 'x,y' on the first frame; repeatable."),
+    neg_point: list[str] = typer.Option([], "--neg-point", help="Negative point prompt 'x,y'; repeatable."),
+    box: list[str] = typer.Option([], "--box", help="Box prompt 'x0,y0,x1,y1' on the first frame; repeatable."),
+    prompt_all_frames: bool = typer.Option(False, "--prompt-all-frames",
+                                           help="Apply points/boxes to every frame, not only the first."),
+    budget: int = typer.Option(DEFAULT_BUDGET, "--budget", "-b", help="Tokens to select per frame."),
+    mode: str = typer.Option("quadtree", "--mode", "-m", help="quadtree or topk."),
+    gist: bool = typer.Option(True, "--gist/--no-gist", help="topk: add the whole image at the coarsest level."),
+    output: Path = typer.Option(Path("out/video"), "--output", "-o", help="Output folder."),
+    threshold: float = typer.Option(2.0, "--threshold", "-t",
+                                    help="Re-encode a tile when its mean absolute change exceeds this many grey "
+                                         "levels (0: any change; the texture is then exactly the frame's)."),
+    memory: int = typer.Option(6, "--memory", help="Recent frames in the temporal memory."),
+    keyframe_interval: int = typer.Option(30, "--keyframe-interval", help="A full refresh every N frames."),
+    stability: float = typer.Option(0.0, "--stability",
+                                    help="Keep last frame's tokens unless a new one beats them by this score margin."),
+    full: bool = typer.Option(False, "--full", help="Encode every frame from scratch (no incremental updates)."),
+    overlay: bool = typer.Option(True, "--overlay/--no-overlay", help="Write overlay.mp4."),
+    max_frames: Optional[int] = typer.Option(None, "--max-frames", help="Stop after this many frames."),
+    fps: Optional[float] = typer.Option(None, "--fps", help="Overlay frame rate (default: the video's, else 24)."),
+    preset: str = typer.Option("fast", "--preset", "-p", help="Channel preset: fast, default or full."),
+    patch_size: int = PatchOpt, max_levels: int = LevelsOpt, max_pixels: int = MaxPixOpt, device: str = DeviceOpt,
+) -> None:
+    """Stream a video through a bounded temporal memory: re-encode only what changed, select tokens per frame.
+    Writes selections.jsonl, stats.jsonl and overlay.mp4."""
+    import os
+    import warnings
+
+    from .scoring import Query
+    from .video import FrameSkippedWarning, VideoConfig, VideoPredictor, run_video
+
+    cfg = SelectConfig(budget=budget, mode=mode, gist=gist)
+    if max_frames is not None and max_frames < 1:
+        raise FoveateError("--max-frames must be at least 1")
+    points = [_parse_numbers(p, 2, "--point") for p in point] + [_parse_numbers(p, 2, "--neg-point") for p in neg_point]
+    labels = [1] * len(point) + [0] * len(neg_point)
+    q = Query(text=query, points=tuple(points), point_labels=tuple(labels),
+              boxes=tuple(_parse_numbers(b, 4, "--box") for b in box))
+    vcfg = VideoConfig(change_threshold=threshold, memory=memory, keyframe_interval=keyframe_interval,
+                       stability=stability, incremental=not full)
+    predictor = VideoPredictor(_encode_config(preset, patch_size, max_levels, max_pixels), vcfg, cfg, device=device)
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        err.print(f"warning: {message}", highlight=False, markup=False)
+
+    warnings.showwarning = show
+    warnings.simplefilter("always", FrameSkippedWarning)
+    os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")  # FFmpeg's own log lines; we report skipped frames ourselves
+    progress = err.status("encoding frame 0 ...") if err.is_terminal else None
+    if progress is not None:
+        progress.start()
+    try:
+        summary = run_video(source, q, output, predictor=predictor, prompt_frames="all" if prompt_all_frames else "first",
+                            overlay=overlay, max_frames=max_frames, fps=fps,
+                            on_frame=(lambda r: progress.update(f"encoding frame {r.index + 1} ...")) if progress else None)
+    finally:
+        if progress is not None:
+            progress.stop()
+    for note in summary.notes:
+        err.print(f"note: {note}", highlight=False)
+    table = Table("frames", "skipped", "keyframes", "changed", "re-encoded", "add_frame ms (median)",
+                  "select ms (median)", "tokens kept", box=None)
+    table.add_row(str(summary.frames), str(summary.skipped), str(summary.keyframes),
+                  f"{100 * summary.changed_share:.1f}%", f"{100 * summary.reencoded_share:.1f}%",
+                  f"{summary.add_ms_median:.1f}", f"{summary.select_ms_median:.1f}",
+                  "-" if summary.kept_share is None else f"{100 * summary.kept_share:.0f}%")
+    out.print(table)
+    out.print("wrote " + ", ".join(summary.outputs.values()), highlight=False)
+
+
+@app.command("bench-video")
+def bench_video(
+    source: Optional[Path] = typer.Argument(None, help="A video file or folder of frames (default: a generated "
+                                                       "static-camera clip)."),
+    frames: int = typer.Option(200, "--frames", "-n", help="Frames to stream."),
+    thresholds: str = typer.Option("0,2,4", "--thresholds", help="Comma-separated change thresholds to compare."),
+    approximate: str = typer.Option("", "--approximate",
+                                    help="Thresholds of extra sessions that re-encode only changed tiles, neighbours "
+                                         "and full-frame fallback skipped (comma-separated)."),
+    stream: Optional[int] = typer.Option(None, "--stream",
+                                         help="Instead: resident memory over this many generated frames."),
+    preset: str = typer.Option("fast", "--preset", "-p", help="Channel preset."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
+    device: str = DeviceOpt,
+) -> None:
+    """Video benchmark: per-frame cost of incremental updates vs encoding every frame from scratch (same run), or
+    resident memory over a long generated stream (--stream N)."""
+    from .video_bench import bench_clip, bench_memory, generated_frame
+
+    if stream is not None:
+        bench_memory(stream, preset=preset, device=device, console=out, json_path=json_path)
+        return
+    ts, approx = _numbers(thresholds, "--thresholds"), _numbers(approximate, "--approximate")
+    if source is None:
+        clip = (generated_frame(i, (540, 960), drift=False) for i in range(frames))
+        bench_clip(clip, preset=preset, thresholds=ts, approximate=approx, max_frames=frames, device=device,
+                   console=out, json_path=json_path, label="generated static-camera clip (3 moving boxes), 960x540")
+    else:
+        bench_clip(source, preset=preset, thresholds=ts, approximate=approx, max_frames=frames, device=device,
+                   console=out, json_path=json_path)
+
+
+@app.command("eval-video")
+def eval_video(
+    root: Path = typer.Argument(..., help="A folder with queries.jsonl (image, boxes, sequence, frame_index per line), "
+                                          "e.g. a DAVIS 2016 export."),
+    budget: int = typer.Option(DEFAULT_BUDGET, "--budget", "-b", help="Level-0 tokens per frame (top-k, no gist)."),
+    protocols: str = typer.Option("prev-box,first-box,blind", "--protocols",
+                                  help="prev-box, first-box and/or blind (comma-separated)."),
+    approximate: str = typer.Option("8,16", "--approximate",
+                                    help="Thresholds of extra sessions that re-encode only changed tiles, neighbours "
+                                         "and full-frame fallback skipped (comma-separated; '' for none)."),
+    preset: str = typer.Option("fast", "--preset", "-p", help="Channel preset."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
+    device: str = DeviceOpt,
+) -> None:
+    """Per-frame coverage of an annotated box, incremental updates vs encoding every frame from scratch (one run)."""
+    from .video_bench import PROTOCOLS, eval_boxes
+
+    chosen = tuple(p.strip() for p in protocols.split(",") if p.strip())
+    bad = [p for p in chosen if p not in PROTOCOLS]
+    if bad or not chosen:
+        raise FoveateError(f"unknown protocol(s) {bad}; choose from {', '.join(PROTOCOLS)}")
+    if not (root / "queries.jsonl").is_file():
+        raise FoveateError(f"{root}: no queries.jsonl")
+    eval_boxes(root, protocols=chosen, budget=budget, preset=preset, approximate=_numbers(approximate, "--approximate"),
+               device=device, console=out, json_path=json_path)
 
 
 def main() -> None:

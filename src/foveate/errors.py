@@ -56,3 +56,8 @@ class DeviceError(FoveateError):
 
 class StoreError(FoveateError):
     """The texture store cannot be opened or written (not a store, locked too long, entry above the cap)."""
+
+
+class VideoError(FoveateError):
+    """A video input that cannot be streamed: no frames, not a video, or a frame of another size when the
+    session is set to refuse size changes."""

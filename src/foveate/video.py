@@ -1,0 +1,1311 @@
+"""Video: stream frames through a bounded temporal memory, re-encode only what changed, carry relevance forward
+with optical flow.  In the style of SAM 2's video predictor: one model, many sessions, a memory bound that is a
+parameter, frames streamed one at a time::
+
+    predictor = foveate.VideoPredictor(preset="fast")          # one model ...
+    state = predictor.init_state()                               # ... many sessions (a typed VideoState)
+    for frame in foveate.read_frames("clip.mp4"):                # decoded one at a time, never all in memory
+        stats = predictor.add_frame(state, frame)                # heavy only where the picture changed
+        sel = predictor.select(state, "the dog", budget=273)     # light, as for a still image
+
+What ``add_frame`` does:
+
+1. **Change detection** on the level-0 grid: the mean absolute difference of each tile against the *reference* --
+   the pixels the texture currently encodes -- in grey levels (0-255, averaged over the tile's pixels and RGB).
+   Tiles above ``change_threshold`` are *changed* and their pixels are copied into the reference; with threshold
+   0 a tile with any different pixel is changed, so the reference is the frame.
+2. **Incremental update** (the rule per channel group is below): local groups are recomputed on crops around the
+   changed tiles plus the margin their filters read, global groups on the whole reference when any tile changed,
+   the mean/max mips only along the changed paths.  Invariant (tested, for any threshold): the texture equals
+   ``encode_array(state.reference, frame=state.encode_inputs())`` -- with threshold 0, the frame encoded from
+   scratch.  A static clip re-encodes nothing after its first frame.
+3. A **full refresh** (keyframe) every ``keyframe_interval`` frames: the update runs with threshold 0, so the
+   texture becomes exactly the frame's from-scratch encode (tiles that never drifted cost nothing: a static clip
+   re-encodes nothing, ever).  A scene cut (the 64 px grey thumbnail changes by more than ``scene_cut`` grey levels
+   on average) or a frame of another size (or a :class:`VideoError` with ``on_size_change="error"``) starts a new
+   scene: encoded from scratch, memory cleared.
+4. **Temporal channels** (group ``temporal``, channels 15-17 of the full layout): the memory -- a FIFO of the last
+   ``memory`` frames plus the last ``keyframes`` keyframes -- is moved into the new frame by optical flow (OpenCV
+   DIS, ultrafast preset with finest scale 1, on a grey copy shrunk by an integer factor to at least ``flow_size``
+   px on the long side -- the maps live on the tile grid; tile maps are splatted forward, so uncovered background
+   gets no past), then
+   ``prev_relevance`` = max over remembered frames of their relevance (normalised to [0, 1], times
+   ``decay ** (age - 1)``), ``prev_saliency`` = the previous frame's saliency, ``fixations`` = the decayed sum of
+   the tiles chosen in remembered frames (a token at level l counts 4**-l), normalised to [0, 1].  That is
+   O(memory) work on tile maps per frame, so O(T) for a clip.  Relevance and fixations belong to a *stream*
+   (``select(..., stream="main")``): several questions about one video keep separate memories over one encode.
+
+How each channel group stays exact under incremental updates (``UPDATE_RULES``; a group not listed is global):
+
+============  ================================  ==========================================================
+group         rule                              why
+============  ================================  ==========================================================
+rgb           local, margin 0                   tile mean of its own pixels
+motion        local, margin 0, plus the tiles   mean |ref_t - ref_(t-1)| per tile; 0 where neither frame
+              that changed in the last frame    changed
+edges         local, margin 17 px               Sobel (1 px), box std (7), centre + surround Gaussians
+                                                sigma 1.5 and 2.6 chained (6 + 11)
+frequency     local, margin 20 px               Gaussians sigma 1 and 3.9 chained (4 + 16)
+saliency      global                            spectral residual of a 64 px thumbnail: every pixel moves
+                                                every value (0.4 ms at 960x540)
+distance      global                            Canny's hysteresis and the distance transform reach across
+                                                the image (~3 ms at 960x540)
+clusters,     global                            SLIC at 128 px: labels move when anything moves (~8 ms at
+boundaries                                      960x540; not in the ``fast`` preset, the video default)
+position      image size only                   analytic
+temporal      memory                            written from the memory every frame
+others        global                            semantic / attention / text: absent, zeros, cost nothing
+============  ================================  ==========================================================
+
+A local group with a margin of m px reads pixels up to m px outside a tile, so a changed tile changes the values of
+tiles up to k = ceil(m / P) tiles away: those are recomputed too (``refresh_neighbours=False`` skips them: cheaper,
+and no longer exact), each from a crop that extends k tiles further (clipped at the image border, where the filters'
+own border rule applies exactly as in a full encode).  The margins are OpenCV's kernel half-widths (``ksize =
+round(8 sigma + 1) | 1`` for float images); ``tests/test_video.py`` checks that they are enough and that a smaller
+one is caught.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+import time
+import uuid
+import warnings
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+import cv2
+import numpy as np
+import torch
+from torch import nn
+
+from . import ops
+from .channels import EncodeContext, get_group, resolve_groups, run_groups
+from .config import EncodeConfig, SelectConfig
+from .device import STORAGE_DTYPE, resolve_device
+from .errors import ConfigError, ImageError, NoImageSetError, VideoError
+from .io import DEFAULT_MAX_PIXELS, ImageLike, load_image
+from .scoring import Query, Scorer, default_scorer
+from .selection import Selection, resolve_select_config
+from .selection import select as select_tokens
+from .texture import Texture, compute_channels
+
+# ----------------------------------------------------------------------------------------------------------
+# Per-group update rules
+
+
+def gaussian_radius(sigma: float) -> int:
+    """Half-width in pixels of the kernel ``cv2.GaussianBlur(x, (0, 0), sigma)`` uses on a float image."""
+    return (int(round(sigma * 8 + 1)) | 1) // 2
+
+
+#: ops.polarity_edges: Sobel 3x3, a 15 px box window, centre sigma 1.5 then surround sigma sqrt(3^2 - 1.5^2)
+EDGES_MARGIN = max(1, 15 // 2, gaussian_radius(1.5) + gaussian_radius(math.sqrt(3.0**2 - 1.5**2)))
+#: ops.band_energy: fine sigma 1, then coarse sigma sqrt(4^2 - 1^2) applied to the fine image
+FREQUENCY_MARGIN = gaussian_radius(1.0) + gaussian_radius(math.sqrt(4.0**2 - 1.0**2))
+
+
+@dataclass(frozen=True)
+class UpdateRule:
+    """How a channel group's level-0 tiles depend on the frame, i.e. what an incremental update recomputes.
+
+    Attributes:
+        kind: ``"local"`` (a tile reads pixels within ``margin`` px of it), ``"global"`` (any pixel may move any
+            tile: recomputed on the whole reference when a tile changed), ``"size"`` (depends on the image size
+            only) or ``"memory"`` (written from the video memory every frame).
+        margin: local groups: pixels read beyond the tile's own.
+        reads_previous: local groups that also read the previous reference (``ctx.frame["previous_gray"]``).
+    """
+
+    kind: str
+    margin: int = 0
+    reads_previous: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("local", "global", "size", "memory"):
+            raise ConfigError(f"unknown update rule kind {self.kind!r}; use local, global, size or memory")
+        if self.margin < 0:
+            raise ConfigError(f"an update rule's margin must be >= 0, got {self.margin}")
+
+
+GLOBAL = UpdateRule("global")
+
+UPDATE_RULES: dict[str, UpdateRule] = {
+    "rgb": UpdateRule("local", 0),
+    "motion": UpdateRule("local", 0, reads_previous=True),
+    "edges": UpdateRule("local", EDGES_MARGIN),
+    "frequency": UpdateRule("local", FREQUENCY_MARGIN),
+    "saliency": GLOBAL,
+    "distance": GLOBAL,
+    "clusters": GLOBAL,
+    "boundaries": GLOBAL,
+    "position": UpdateRule("size"),
+    "temporal": UpdateRule("memory"),
+}
+
+
+def register_update_rule(group: str, rule: UpdateRule) -> None:
+    """Declare how a (new) channel group updates incrementally.  Groups without a rule are global (exact, and
+    recomputed on the whole frame whenever a tile changed)."""
+    UPDATE_RULES[group] = rule
+
+
+def update_rule(group: str) -> UpdateRule:
+    return UPDATE_RULES.get(group, GLOBAL)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Configuration, statistics, session
+
+
+@dataclass(frozen=True)
+class VideoConfig:
+    """How a video session updates its texture and memory.
+
+    Attributes:
+        memory: recent frames kept in the FIFO memory (SAM 2's ``num_maskmem=7`` is the frame plus 6 previous).
+        keyframes: keyframes kept in memory after they leave the FIFO.
+        keyframe_interval: a full refresh every this many frames (1: every frame).
+        change_threshold: a tile is re-encoded when its mean absolute difference to the reference exceeds this
+            many grey levels; 0 = any change (the texture is then exactly the frame's from-scratch encode).
+        refresh_neighbours: also recompute tiles within a changed tile's filter margin (exact); ``False`` is
+            cheaper and approximate.
+        incremental: ``False`` encodes every frame from scratch (the reference path for comparisons).
+        scene_cut: mean grey-level difference of consecutive 64 px thumbnails that counts as a cut (``None``: off).
+        on_size_change: ``"keyframe"`` (a frame of another size starts a new keyframe, memory cleared) or
+            ``"error"`` (raise :class:`VideoError`).
+        flow_size: optical flow runs on a grey copy shrunk by an integer factor to at least this many px on the
+            long side (``None``: no flow, the memory stays put).
+        decay: weight per frame of age of remembered relevance and fixations.
+        stability: keep the previous frame's tiles unless a new tile beats one by this margin (in score units,
+            log-relevance: 0.5 = 1.65x); 0 = off.
+        max_streams: streams (independent query memories) kept; the least recently used is forgotten.
+        full_frame_share: when a frame's crops would cover more than this share of the grid, the frame is encoded
+            from scratch instead (no more expensive, and the whole reference becomes the frame).
+    """
+
+    memory: int = 6
+    keyframes: int = 2
+    keyframe_interval: int = 30
+    change_threshold: float = 2.0
+    refresh_neighbours: bool = True
+    incremental: bool = True
+    scene_cut: float | None = 30.0
+    on_size_change: str = "keyframe"
+    flow_size: int | None = 240
+    decay: float = 0.8
+    stability: float = 0.0
+    max_streams: int = 8
+    full_frame_share: float = 0.6
+
+    def __post_init__(self) -> None:
+        checks = [
+            (isinstance(self.memory, int) and 1 <= self.memory <= 1000, "memory must be an integer in [1, 1000]"),
+            (isinstance(self.keyframes, int) and 0 <= self.keyframes <= 1000,
+             "keyframes must be an integer in [0, 1000]"),
+            (isinstance(self.keyframe_interval, int) and self.keyframe_interval >= 1,
+             "keyframe_interval must be a positive integer"),
+            (self.change_threshold >= 0, "change_threshold must be >= 0 (grey levels)"),
+            (self.scene_cut is None or self.scene_cut > 0, "scene_cut must be > 0 grey levels, or None (off)"),
+            (self.on_size_change in ("keyframe", "error"), "on_size_change must be 'keyframe' or 'error'"),
+            (self.flow_size is None or (isinstance(self.flow_size, int) and self.flow_size >= 16),
+             "flow_size must be an integer >= 16, or None (no optical flow)"),
+            (0.0 <= self.decay <= 1.0, "decay must be in [0, 1]"),
+            (self.stability >= 0, "stability must be >= 0"),
+            (isinstance(self.max_streams, int) and self.max_streams >= 1, "max_streams must be >= 1"),
+            (0.0 < self.full_frame_share <= 1.0, "full_frame_share must be in (0, 1]"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ConfigError(message)
+
+    def replace(self, **changes: Any) -> VideoConfig:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass
+class FrameStats:
+    """What ``add_frame`` did for one frame.
+
+    Attributes:
+        index: frame number in the session (0-based, skipped frames not counted).
+        keyframe: a refresh to the frame's own encode; ``reason`` says why: ``first``, ``interval``, ``scene_cut``,
+            ``size_change`` (``full`` marks the frames of an ``incremental=False`` session).
+        changed_share: share of level-0 tiles over the change threshold (any change, on an interval keyframe).
+        reencoded_share: share of level-0 tiles whose pixel channels were recomputed (changed tiles, their filter
+            neighbourhood and crop overhead; 1.0 when the frame was encoded from scratch).
+        crops: crops the local groups ran on.
+        timings_ms: ``change``, ``flow``, ``memory``, ``plan``, ``local``, ``global``, ``mips``, ``texture``,
+            ``total`` (``local`` is the whole channel computation when the frame is encoded from scratch).
+    """
+
+    index: int
+    keyframe: bool
+    reason: str
+    changed_share: float
+    reencoded_share: float
+    crops: int
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"frame": self.index, "keyframe": self.keyframe, "reason": self.reason,
+                "changed_share": round(self.changed_share, 5), "reencoded_share": round(self.reencoded_share, 5),
+                "crops": self.crops, "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()}}
+
+
+@dataclass
+class _Record:
+    """One remembered frame: tile maps (gh, gw) in the coordinates of the newest frame (moved on every frame)."""
+
+    index: int
+    saliency: np.ndarray
+    relevance: dict[str, np.ndarray] = field(default_factory=dict)
+    fixations: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass
+class _StreamMemory:
+    """The last selection of a stream, for selection stability."""
+
+    frame: int
+    mode: str
+    levels: np.ndarray
+    rows: np.ndarray
+    cols: np.ndarray
+    gist: np.ndarray
+
+
+@dataclass
+class _Layout:
+    """Channel layout and update plan of a session (fixed per encode config and frame size)."""
+
+    shape: tuple[int, int]
+    grid: tuple[int, int]
+    channels: tuple[str, ...]
+    groups: dict[str, tuple[int, int]]
+    absent: tuple[str, ...]
+    coverage: list[np.ndarray]
+    coverage_t: list[torch.Tensor]
+    local: list[tuple[int, tuple[str, ...], bool]]  # (tile margin k, groups, reads previous), by k
+    global_groups: tuple[str, ...]
+    temporal: tuple[int, int]  # always present: VideoPredictor adds the group
+
+    @classmethod
+    def build(cls, config: EncodeConfig, shape: tuple[int, int], channels: tuple[str, ...], absent: tuple[str, ...],
+              coverage: list[np.ndarray], device: torch.device) -> _Layout:
+        groups, start = {}, 0
+        buckets: dict[int, list[str]] = {}
+        global_groups = []
+        for name in resolve_groups(config):
+            n = len(get_group(name).channels)
+            groups[name] = (start, start + n)
+            start += n
+            rule = update_rule(name)
+            if rule.kind == "local":
+                buckets.setdefault(-(-rule.margin // config.patch_size), []).append(name)
+            elif rule.kind == "global":
+                global_groups.append(name)
+        local = [(k, tuple(names), any(update_rule(n).reads_previous for n in names))
+                 for k, names in sorted(buckets.items())]
+        return cls(shape=shape, grid=coverage[0].shape, channels=channels, groups=groups, absent=absent,
+                   coverage=coverage, coverage_t=[torch.from_numpy(c).to(device) for c in coverage], local=local,
+                   global_groups=tuple(global_groups), temporal=groups["temporal"])
+
+
+@dataclass
+class VideoState:
+    """One video session (SAM 2's ``inference_state``, typed).  Create with :meth:`VideoPredictor.init_state`;
+    pass it back to ``add_frame`` and ``select``.  Everything it holds is bounded: the current frame, its reference
+    and texture, ``memory + keyframes`` records of tile maps, ``max_streams`` streams."""
+
+    config: VideoConfig
+    encode_config: EncodeConfig
+    device: torch.device
+    session: str
+    frames: int = 0
+    texture: Texture | None = None
+    last_stats: FrameStats | None = None
+    _layout: _Layout | None = field(default=None, repr=False)
+    _ref: np.ndarray | None = field(default=None, repr=False)
+    _ref_gray: np.ndarray | None = field(default=None, repr=False)
+    _prev_gray: np.ndarray | None = field(default=None, repr=False)
+    _means: list[np.ndarray] = field(default_factory=list, repr=False)
+    _maxes: list[np.ndarray] = field(default_factory=list, repr=False)
+    _tensors: dict[str, torch.Tensor] = field(default_factory=dict, repr=False)
+    _changed: np.ndarray | None = field(default=None, repr=False)
+    _small: tuple[np.ndarray, int] | None = field(default=None, repr=False)  # (grey copy for flow, factor)
+    _thumb: np.ndarray | None = field(default=None, repr=False)
+    _last_key: int = field(default=0, repr=False)
+    _memory: deque = field(default_factory=deque, repr=False)
+    _keyframes: deque = field(default_factory=deque, repr=False)
+    _streams: OrderedDict = field(default_factory=OrderedDict, repr=False)
+    _installed: str = field(default="main", repr=False)
+    _flow: Any = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self._memory = deque(maxlen=self.config.memory)
+        self._keyframes = deque(maxlen=self.config.keyframes)
+
+    @property
+    def index(self) -> int:
+        """Index of the current frame (-1 before the first)."""
+        return self.frames - 1
+
+    @property
+    def reference(self) -> np.ndarray:
+        """(H, W, 3) uint8: the pixels the texture encodes -- the current frame where a tile changed by more than
+        the threshold, the last encoded pixels elsewhere (the frame itself with threshold 0)."""
+        self._require_frame()
+        return self._ref
+
+    def encode_inputs(self) -> dict[str, np.ndarray]:
+        """The temporal inputs of the current texture, as ``encode_array(..., frame=...)`` takes them:
+        ``encode_array(state.reference, state.encode_config, frame=state.encode_inputs())`` reproduces it."""
+        self._require_frame()
+        out = {"temporal": self.temporal}
+        if self._prev_gray is not None:
+            out["previous_gray"] = self._prev_gray
+        return out
+
+    @property
+    def temporal(self) -> np.ndarray:
+        """(gh, gw, 3) float32: prev_relevance, prev_saliency, fixations of the stream last selected."""
+        self._require_frame()
+        a, b = self._layout.temporal
+        return self._means[0][..., a:b].copy()
+
+    @property
+    def memory_frames(self) -> list[int]:
+        """Frame indices held in memory (FIFO and keyframes), oldest first."""
+        return sorted({r.index for r in list(self._memory) + list(self._keyframes)})
+
+    @property
+    def streams(self) -> list[str]:
+        return list(self._streams)
+
+    def _require_frame(self) -> None:
+        if self.texture is None:
+            raise NoImageSetError("no frame yet: call add_frame(state, frame) before select()")
+
+    def _records(self) -> list[_Record]:
+        """Remembered frames, FIFO and keyframes, each once."""
+        seen, out = set(), []
+        for r in list(self._memory) + list(self._keyframes):
+            if id(r) not in seen:
+                seen.add(id(r))
+                out.append(r)
+        return out
+
+    def _forget(self) -> None:
+        """A new scene: nothing remembered carries over."""
+        self._memory.clear()
+        self._keyframes.clear()
+        self._streams.clear()
+
+
+@dataclass
+class VideoResult:
+    """One frame of :meth:`VideoPredictor.propagate`: where it came from, what was re-encoded, what was chosen."""
+
+    index: int
+    source_index: int
+    name: str
+    stats: FrameStats
+    selection: Selection
+    kept_share: float | None  # share of this frame's tokens also chosen on the previous frame (None: first)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Pure helpers on the tile grid
+
+
+def tile_change(frame: np.ndarray, ref: np.ndarray, patch: int) -> np.ndarray:
+    """Mean absolute difference of each level-0 tile between two frames, in grey levels.
+
+    Args:
+        frame, ref: (H, W, 3) uint8.
+    Returns:
+        (gh, gw) float32: mean over the tile's pixels (those inside the image) and the 3 channels of
+        ``|frame - ref|``; exactly 0 iff the tile is identical (integer sums via an integral image).
+    """
+    h, w = frame.shape[:2]
+    gh, gw = ops.grid_shape(h, w, patch)
+    depth = cv2.CV_32S if h * w * 255 < 2**31 else cv2.CV_64F
+    s = cv2.integral(cv2.absdiff(frame, ref), sdepth=depth)  # (H+1, W+1, 3)
+    ys = np.minimum(np.arange(gh + 1) * patch, h)
+    xs = np.minimum(np.arange(gw + 1) * patch, w)
+    c = s[ys][:, xs].astype(np.float64).sum(-1)
+    sums = c[1:, 1:] - c[:-1, 1:] - c[1:, :-1] + c[:-1, :-1]
+    return (sums / (np.outer(np.diff(ys), np.diff(xs)) * frame.shape[2])).astype(np.float32)
+
+
+def dilate_tiles(mask: np.ndarray, k: int) -> np.ndarray:
+    """Tiles within k tiles (Chebyshev distance) of a ``True`` tile.  (gh, gw) bool -> (gh, gw) bool."""
+    if k <= 0 or not mask.any():
+        return mask.copy()
+    return cv2.dilate(mask.astype(np.uint8), np.ones((2 * k + 1, 2 * k + 1), np.uint8)) > 0
+
+
+def plan_crops(update: np.ndarray, k: int, full_share: float = 1.0
+               ) -> list[tuple[tuple[int, int, int, int], np.ndarray | None]]:
+    """Crops that recompute the tiles of ``update`` exactly for a group with a margin of k tiles.
+
+    Tiles within k of each other share a crop (connected components of ``update`` dilated by k); a crop is the
+    component's bounding box, so it extends at least k tiles beyond every tile it writes (or reaches the border).
+
+    Args:
+        update: (gh, gw) bool, the tiles to recompute.
+    Returns:
+        ``[((r0, c0, r1, c1), write), ...]``: tile rectangles (r1, c1 exclusive) and, per rectangle, the (r1-r0,
+        c1-c0) bool mask of tiles to write from it; ``[((0, 0, gh, gw), None)]`` (write all) when the crops would
+        cover more than ``full_share`` of the grid.
+    """
+    gh, gw = update.shape
+    if not update.any():
+        return []
+    grown = dilate_tiles(update, k).astype(np.uint8)
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(grown, connectivity=8)
+    area = int(stats[1:, cv2.CC_STAT_WIDTH].astype(np.int64) @ stats[1:, cv2.CC_STAT_HEIGHT])
+    if area > full_share * gh * gw:
+        return [((0, 0, gh, gw), None)]
+    out = []
+    for i in range(1, n):
+        c0, r0, w, h = (int(v) for v in stats[i, :4])
+        rect = (r0, c0, r0 + h, c0 + w)
+        write = update[r0 : r0 + h, c0 : c0 + w] & (labels[r0 : r0 + h, c0 : c0 + w] == i)
+        out.append((rect, write))
+    return out
+
+
+def _bands(mask: np.ndarray) -> list[tuple[int, int, int, int]]:
+    """Rectangles covering a bool mask: runs of rows with a True, each spanning those rows' column extent."""
+    rows = np.flatnonzero(mask.any(axis=1))
+    if len(rows) == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(rows) > 1)
+    starts = np.concatenate([[rows[0]], rows[breaks + 1]])
+    ends = np.concatenate([rows[breaks], [rows[-1]]]) + 1
+    out = []
+    for r0, r1 in zip(starts, ends):
+        cols = np.flatnonzero(mask[r0:r1].any(axis=0))
+        out.append((int(r0), int(cols[0]), int(r1), int(cols[-1]) + 1))
+    return out
+
+
+#: Cost of one ``ops.mip_down`` call beyond its arithmetic, in child elements (measured on a 2-core x86 CPU: ~5,000
+#: elements' worth of time).  ``update_mips`` rebuilds whole levels when many small bands would cost more.
+MIP_CALL_COST = 5000
+
+
+def update_mips(means: list[np.ndarray], maxes: list[np.ndarray], covs: list[np.ndarray],
+                updates: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    """Recompute mean/max mips in place along the paths of changed level-0 tiles.
+
+    Args:
+        means, maxes, covs: per level (gh_l, gw_l, C) / (gh_l, gw_l, C) / (gh_l, gw_l), as ``ops.build_mips``.
+        updates: ``[(channel indices (n,), changed (gh, gw) bool at level 0), ...]``.
+    Per level, the parents of the changed tiles are recomputed with ``ops.mip_down`` (the arithmetic of a full
+    build) on the bands of rows that hold them, and become the changed tiles of the next level -- unless that
+    would cost more than recomputing every level whole (small grids, many bands; see ``MIP_CALL_COST``).
+    """
+    plans, work, calls = [], 0, 0
+    for chans, mask in updates:
+        chans = np.asarray(chans, np.int64)
+        if len(chans) == 0:
+            continue
+        contiguous = bool(np.all(np.diff(chans) == 1))
+        sel = slice(int(chans[0]), int(chans[-1]) + 1) if contiguous else chans
+        per_level = []
+        for lvl in range(len(means) - 1):
+            gh, gw = mask.shape
+            h2, w2 = -(-gh // 2), -(-gw // 2)
+            padded = np.zeros((2 * h2, 2 * w2), bool)
+            padded[:gh, :gw] = mask
+            mask = padded.reshape(h2, 2, w2, 2).any(axis=(1, 3))
+            bands = _bands(mask)
+            per_level.append(bands)
+            calls += len(bands)
+            work += 4 * len(chans) * sum((r1 - r0) * (c1 - c0) for r0, c0, r1, c1 in bands)
+        plans.append((sel, per_level))
+    n_chan = means[0].shape[-1]
+    whole = [[(0, 0, m.shape[0], m.shape[1])] for m in means[1:]]
+    if work + calls * MIP_CALL_COST > 4 * n_chan * sum(m.shape[0] * m.shape[1] for m in means[1:]) + \
+            len(whole) * MIP_CALL_COST:
+        plans = [(slice(None), whole)]
+    for sel, per_level in plans:
+        for lvl, bands in enumerate(per_level):
+            gh, gw = means[lvl].shape[:2]
+            for pr0, pc0, pr1, pc1 in bands:
+                r0, c0, r1, c1 = 2 * pr0, 2 * pc0, min(2 * pr1, gh), min(2 * pc1, gw)
+                m, x, _ = ops.mip_down(means[lvl][r0:r1, c0:c1][..., sel], maxes[lvl][r0:r1, c0:c1][..., sel],
+                                       covs[lvl][r0:r1, c0:c1])
+                means[lvl + 1][pr0:pr1, pc0:pc1, sel] = m
+                maxes[lvl + 1][pr0:pr1, pc0:pc1, sel] = x
+
+
+def tile_flow(prev_small: np.ndarray, cur_small: np.ndarray, dis: Any, grid: tuple[int, int], patch: int,
+              scale: int) -> tuple[np.ndarray, np.ndarray]:
+    """Forward optical flow on the tile grid.
+
+    Args:
+        prev_small, cur_small: (h, w) uint8 grey copies of the previous and current frame, ``scale`` times smaller.
+        dis: a ``cv2.DISOpticalFlow``.  grid: (gh, gw).
+    Returns:
+        ``(dest_x, dest_y)``, (gh, gw) float32 each: for every level-0 tile of the previous frame, the fractional
+        tile coordinates its content moved to in the current frame (flow averaged over the tile).
+    """
+    flow = dis.calc(prev_small, cur_small, None)  # prev(p) ~ cur(p + flow(p)), in small pixels
+    gh, gw = grid
+    f = cv2.resize(flow, (gw, gh), interpolation=cv2.INTER_AREA) * np.float32(scale / patch)
+    yy, xx = np.mgrid[0:gh, 0:gw].astype(np.float32)
+    return xx + f[..., 0], yy + f[..., 1]
+
+
+def splat_matrix(dest_x: np.ndarray, dest_y: np.ndarray):
+    """The (N, N) sparse matrix, N = gh * gw, that moves tile values to their flow destinations.
+
+    Each source tile's value is splatted bilinearly around ``(dest_x, dest_y)``; a destination that receives more
+    than one unit of weight averages, one that receives less fades (content the motion uncovers has no past).  A
+    zero flow is the identity.  (gh, gw) float32 each -> ``scipy.sparse.csr_matrix``; apply with
+    :func:`warp_tile_maps`.
+    """
+    from scipy import sparse
+
+    gh, gw = dest_x.shape
+    n = gh * gw
+    x0, y0 = np.floor(dest_x), np.floor(dest_y)
+    wx, wy = dest_x - x0, dest_y - y0
+    src = np.arange(n)
+    rows, cols, vals = [], [], []
+    for dy, dx, wgt in ((0, 0, (1 - wy) * (1 - wx)), (0, 1, (1 - wy) * wx), (1, 0, wy * (1 - wx)), (1, 1, wy * wx)):
+        ty, tx = (y0 + dy).astype(np.int64).ravel(), (x0 + dx).astype(np.int64).ravel()
+        wgt = wgt.ravel()
+        ok = (ty >= 0) & (ty < gh) & (tx >= 0) & (tx < gw) & (wgt > 0)
+        rows.append(ty[ok] * gw + tx[ok])
+        cols.append(src[ok])
+        vals.append(wgt[ok])
+    m = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
+    received = np.asarray(m.sum(axis=1)).ravel()
+    return sparse.diags(1.0 / np.maximum(received, 1.0)) @ m
+
+
+def warp_tile_maps(splat, maps: list[np.ndarray]) -> list[np.ndarray]:
+    """Apply a :func:`splat_matrix` to (gh, gw) tile maps, all at once."""
+    if not maps:
+        return []
+    shape = maps[0].shape
+    moved = splat @ np.stack([m.ravel() for m in maps], axis=1)
+    return [np.ascontiguousarray(moved[:, i].reshape(shape), dtype=np.float32) for i in range(len(maps))]
+
+
+def _downscale(gray: np.ndarray, size: int) -> tuple[np.ndarray, int]:
+    """A copy with at least ``size`` px on the long side, shrunk by an integer factor (OpenCV's fast area-averaging
+    path; rows and columns that do not fill a whole block are left out).  Returns ``(copy, factor)``."""
+    h, w = gray.shape
+    f = max(1, max(h, w) // size)
+    if f == 1:
+        return gray, 1
+    hh, ww = max(h // f, 1), max(w // f, 1)
+    return cv2.resize(gray[: hh * f, : ww * f], (ww, hh), interpolation=cv2.INTER_AREA), f
+
+
+def fixation_map(sel: Selection) -> np.ndarray:
+    """(gh, gw) float32: per level-0 tile, 4**-l for the finest token level l covering it (0 where none does):
+    how sharply the tile was seen.  The same as ``0.25 ** sel.level_map()``, painted per level, not per token."""
+    gh, gw = sel.relevance.shape
+    out = np.zeros((gh, gw), np.float32)
+    for lvl in np.unique(sel.levels)[::-1]:  # coarse first, finer tokens overwrite
+        f = 1 << int(lvl)
+        hit = np.zeros((-(-gh // f), -(-gw // f)), bool)
+        pick = sel.levels == lvl
+        hit[sel.rows[pick], sel.cols[pick]] = True
+        up = np.repeat(np.repeat(hit, f, axis=0), f, axis=1)[:gh, :gw]
+        out[up] = 0.25 ** int(lvl)
+    return out
+
+
+def token_overlap(a: Selection, b: Selection) -> float:
+    """Share of ``b``'s tokens (gist excluded) that ``a`` also chose (same level, row and column)."""
+    keys_a = {(int(l), int(r), int(c)) for l, r, c, g in zip(a.levels, a.rows, a.cols, a.gist) if not g}
+    keys_b = [(int(l), int(r), int(c)) for l, r, c, g in zip(b.levels, b.rows, b.cols, b.gist) if not g]
+    return sum(k in keys_a for k in keys_b) / max(len(keys_b), 1)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Selection stability: a scorer that favours last frame's tiles
+
+
+class _StableScorer(nn.Module):
+    """Wraps a scorer: adds ``bonus`` (N_total,) to every tile's score and ``bound_bonus`` to its top-k bound.
+    Implements the scorer interface ``select`` uses (``evaluate``, and ``forward``/``bound``/``explain``)."""
+
+    def __init__(self, base: nn.Module, bonus: np.ndarray, bound_bonus: np.ndarray) -> None:
+        super().__init__()
+        self.base, self.bonus, self.bound_bonus = base, bonus, bound_bonus
+
+    def evaluate(self, feats, qmaps=None, qnames=()):
+        score, need, bound = self.base.evaluate(feats, qmaps, qnames)
+        return score + self.bonus, need, bound + self.bound_bonus
+
+    def forward(self, feats, qmaps=None, qnames=()):
+        score, need = self.base(feats, qmaps, qnames)
+        return score + torch.from_numpy(self.bonus).to(score), need
+
+    def bound(self, feats, qmaps=None, qnames=()):
+        return self.base.bound(feats, qmaps, qnames) + torch.from_numpy(self.bound_bonus).to(feats)
+
+    def explain(self, feats, qmaps, qnames, rows):
+        return self.base.explain(feats, qmaps, qnames, rows)
+
+
+def _kept_tiles(shapes: list[tuple[int, int]], last: _StreamMemory, mode: str) -> tuple[list, list]:
+    """Per level bool maps: the tiles whose choice last frame earns the stability bonus, and those whose top-k
+    bound must include it.  top-k keeps level-0 tiles; the quadtree keeps its splits (the leaves' ancestors)."""
+    n = len(shapes)
+    keep = [np.zeros(s, bool) for s in shapes]
+    bound = [np.zeros(s, bool) for s in shapes]
+    sel = ~last.gist
+    lv, r, c = last.levels[sel], last.rows[sel], last.cols[sel]
+    if mode == "topk":
+        keep[0][r[lv == 0], c[lv == 0]] = True
+        lv, r, c = lv[lv == 0], r[lv == 0], c[lv == 0]
+        bound[0] = keep[0].copy()
+    for up in range(1, n):
+        above = lv < up
+        d = (up - lv[above]).astype(np.int64)
+        target = bound[up] if mode == "topk" else keep[up]
+        target[r[above] >> d, c[above] >> d] = True
+        if mode != "topk":
+            bound[up] = keep[up]
+    return keep, bound
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The predictor
+
+
+class VideoPredictor:
+    """Encodes a video stream incrementally and answers queries per frame; holds no per-video state, so one
+    predictor (its configuration and scorer) serves many sessions.
+
+    Args:
+        config: encode configuration; the ``temporal`` group is always added.  Default preset: ``fast``.
+        video: :class:`VideoConfig` defaults for new sessions.
+        select_config: default selection configuration.
+        device: where the feature tensors and scoring live (``None``: CUDA if available, else CPU).
+        scorer: a custom (e.g. trained) scorer.
+        **overrides: fields of :class:`EncodeConfig` (``preset``, ``patch_size``, ...) or :class:`VideoConfig`
+            (``memory``, ``change_threshold``, ...).
+    """
+
+    def __init__(self, config: EncodeConfig | None = None, video: VideoConfig | None = None,
+                 select_config: SelectConfig | None = None, device: str | torch.device | None = None,
+                 scorer: Scorer | None = None, **overrides: Any) -> None:
+        enc_fields = {f.name for f in dataclasses.fields(EncodeConfig)}
+        vid_fields = {f.name for f in dataclasses.fields(VideoConfig)}
+        unknown = set(overrides) - enc_fields - vid_fields
+        if unknown:
+            raise ConfigError(f"unknown option(s) {sorted(unknown)} for VideoPredictor")
+        config = config or EncodeConfig(preset="fast")
+        config = dataclasses.replace(config, **{k: v for k, v in overrides.items() if k in enc_fields})
+        names = resolve_groups(config)
+        if "temporal" not in names:
+            config = dataclasses.replace(config, groups=names + ("temporal",))
+        self.config = config
+        self.video = dataclasses.replace(video or VideoConfig(),
+                                         **{k: v for k, v in overrides.items() if k in vid_fields})
+        self.select_config = select_config or SelectConfig()
+        self.device = resolve_device(device)
+        self.scorer = scorer.to(self.device) if scorer is not None else None
+
+    def init_state(self, **video_overrides: Any) -> VideoState:
+        """A new, empty session; ``video_overrides`` replace fields of this predictor's :class:`VideoConfig`."""
+        try:
+            cfg = dataclasses.replace(self.video, **video_overrides)
+        except TypeError as exc:
+            raise ConfigError(str(exc)) from exc
+        return VideoState(config=cfg, encode_config=self.config, device=self.device, session=uuid.uuid4().hex[:12])
+
+    def reset_state(self, state: VideoState) -> None:
+        """Forget every frame of a session (its configuration and id stay)."""
+        VideoState.__init__(state, config=state.config, encode_config=state.encode_config, device=state.device,
+                            session=state.session)
+
+    # -- add_frame ---------------------------------------------------------------------------------------------
+    def add_frame(self, state: VideoState, frame: ImageLike) -> FrameStats:
+        """Update the session's texture to ``frame`` (a path, array, PIL image, tensor or :class:`Frame`)."""
+        t_start = time.perf_counter()
+        rgb = load_image(frame.image if isinstance(frame, Frame) else frame,
+                         max_pixels=state.encode_config.max_pixels)
+        cfg, ecfg = state.config, state.encode_config
+        p = ecfg.patch_size
+        idx = state.frames
+        h, w = rgb.shape[:2]
+        grid = ops.grid_shape(h, w, p)
+        timings: dict[str, float] = {}
+
+        t = time.perf_counter()
+        gray = ops.to_gray(rgb)
+        thumb = _downscale(gray, 64)[0].astype(np.float32)
+        reason = ""
+        if state._ref is None:
+            reason = "first"
+        elif rgb.shape != state._ref.shape:
+            if cfg.on_size_change == "error":
+                ph, pw = state._ref.shape[:2]
+                raise VideoError(f"frame {idx} is {w}x{h} but the session's frames are {pw}x{ph}; resize the frames, "
+                                 "or use on_size_change='keyframe' to start a new keyframe at a size change")
+            reason = "size_change"
+        elif cfg.scene_cut is not None and float(np.abs(thumb - state._thumb).mean()) > cfg.scene_cut:
+            reason = "scene_cut"
+        elif idx - state._last_key >= cfg.keyframe_interval:
+            reason = "interval"
+        new_scene = reason in ("first", "size_change", "scene_cut")
+        diff = None if new_scene else tile_change(rgb, state._ref, p)
+        changed = np.ones(grid, bool) if diff is None else diff > cfg.change_threshold
+        timings["change"] = (time.perf_counter() - t) * 1000.0
+
+        # the memory: forget it at a new scene, else move it with the picture (its maps stay in the coordinates of
+        # the last frame that changed, whose small grey copy is kept for the next flow)
+        t = time.perf_counter()
+        if new_scene:
+            state._forget()
+            state._installed = "main"
+            state._small = _downscale(gray, cfg.flow_size) if cfg.flow_size else None
+        elif cfg.flow_size and changed.any():
+            small, scale = _downscale(gray, cfg.flow_size)
+            if min(small.shape) >= 16 and state._records():
+                if state._flow is None:
+                    state._flow = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_ULTRAFAST)
+                    state._flow.setFinestScale(1)  # the preset stops at 1/4 of the (already small) copy: too coarse
+                splat = splat_matrix(*tile_flow(state._small[0], small, state._flow, grid, p, scale))
+                _warp_memory(state._records(), splat)
+            state._small = (small, scale)
+        timings["flow"] = (time.perf_counter() - t) * 1000.0
+        t = time.perf_counter()
+        temporal = self._compose(state, state._installed, idx, grid)
+        timings["memory"] = (time.perf_counter() - t) * 1000.0
+
+        prev_gray = None if new_scene else state._ref_gray
+        plans = None
+        t = time.perf_counter()
+        if not new_scene and cfg.incremental:
+            if reason == "interval":  # a refresh is an update with threshold 0: the texture becomes the frame's own
+                changed = diff > 0
+            plans = self._plan(state, changed)  # None: the crops would cover the frame anyway
+        timings["plan"] = (time.perf_counter() - t) * 1000.0
+        if plans is None:  # from scratch; without a new scene this refreshes the whole reference for free
+            reencoded, crops = self._encode_full(state, rgb, gray, prev_gray, temporal, timings)
+            moved = np.zeros(grid, bool) if new_scene else diff > 0
+        else:
+            reencoded, crops = self._encode_changed(state, rgb, changed, plans, prev_gray, temporal, timings)
+            moved = changed
+        keyframe = bool(reason)
+        if keyframe:
+            state._last_key = idx
+        state._prev_gray = prev_gray
+        state._changed = moved  # where the reference moved: motion may be non-zero there until the next frame
+        state._thumb = thumb
+
+        t = time.perf_counter()
+        layout = state._layout
+        sal = _saliency_map(state, layout)
+        record = _Record(index=idx, saliency=sal)
+        state._memory.append(record)
+        if keyframe and cfg.keyframes:
+            state._keyframes.append(record)
+        state.texture = self._texture(state, rgb, idx)
+        state.frames = idx + 1
+        timings["texture"] = (time.perf_counter() - t) * 1000.0
+        timings["total"] = (time.perf_counter() - t_start) * 1000.0
+        stats = FrameStats(index=idx, keyframe=keyframe, reason=reason or ("full" if not cfg.incremental else ""),
+                           changed_share=float(changed.mean()), reencoded_share=reencoded, crops=crops,
+                           timings_ms=timings)
+        state.texture.timings_ms = dict(timings)
+        state.texture.extras["video"] = stats.to_dict()
+        state.last_stats = stats
+        return stats
+
+    def _encode_full(self, state: VideoState, rgb: np.ndarray, gray: np.ndarray, prev_gray: np.ndarray | None,
+                     temporal: np.ndarray, timings: dict[str, float]) -> tuple[float, int]:
+        """Encode the frame from scratch: a new scene, ``incremental=False``, or an update whose crops would cover
+        the frame anyway (then the whole reference is refreshed to the frame at no extra cost)."""
+        t = time.perf_counter()
+        ecfg = state.encode_config
+        inputs = {"temporal": temporal}
+        if prev_gray is not None:
+            inputs["previous_gray"] = prev_gray
+        state._ref = rgb.copy()
+        state._ref_gray = gray
+        x0, channels, _, absent, ctx = compute_channels(state._ref, ecfg, inputs)
+        timings["local"] = (time.perf_counter() - t) * 1000.0
+        t = time.perf_counter()
+        h, w = rgb.shape[:2]
+        gh, gw = x0.shape[:2]
+        n_levels = ops.num_levels(gh, gw, ecfg.max_levels)
+        state._means, state._maxes, covs = ops.build_mips(x0, ops.coverage0(h, w, ecfg.patch_size), n_levels)
+        if state._layout is None or state._layout.shape != (h, w):
+            state._layout = _Layout.build(ecfg, (h, w), tuple(channels), absent, covs, state.device)
+        state._tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in ctx.tensors.items()}
+        timings["mips"] = (time.perf_counter() - t) * 1000.0
+        return 1.0, 1
+
+    def _plan(self, state: VideoState, changed: np.ndarray) -> list[tuple[tuple[str, ...], list, list]] | None:
+        """Crops per local group bucket: ``[(groups, slices, plan_crops(...)), ...]``, or ``None`` when a bucket
+        would recompute the whole frame (then encoding the frame from scratch costs no more)."""
+        layout, cfg = state._layout, state.config
+        plans = []
+        for k, names, reads_prev in layout.local:
+            todo = changed | state._changed if reads_prev else changed
+            if not todo.any():
+                continue
+            plan = plan_crops(dilate_tiles(todo, k) if cfg.refresh_neighbours else todo, k, cfg.full_frame_share)
+            if plan[0][1] is None:
+                return None
+            plans.append((names, [layout.groups[n] for n in names], plan))
+        return plans
+
+    def _encode_changed(self, state: VideoState, rgb: np.ndarray, changed: np.ndarray, plans: list,
+                        prev_gray: np.ndarray, temporal: np.ndarray, timings: dict[str, float]) -> tuple[float, int]:
+        """Re-encode the changed tiles along ``plans`` (see the module docstring for the rules)."""
+        t = time.perf_counter()
+        ecfg, layout = state.encode_config, state._layout
+        p = ecfg.patch_size
+        h, w = rgb.shape[:2]
+        gh, gw = layout.grid
+        ref = state._ref
+        if changed.any():
+            pix = cv2.resize(changed.astype(np.uint8), (gw * p, gh * p), interpolation=cv2.INTER_NEAREST)[:h, :w]
+            cv2.copyTo(rgb, pix, ref)
+            state._ref_gray = ops.to_gray(ref)
+        means0, maxes0 = state._means[0], state._maxes[0]
+        updates: list[tuple[np.ndarray, np.ndarray]] = []
+        recomputed = np.zeros((gh, gw), bool)
+        crops = 0
+        for names, slices, plan in plans:
+            done = np.zeros((gh, gw), bool)
+            for (r0, c0, r1, c1), write in plan:
+                y0, x0, y1, x1 = r0 * p, c0 * p, min(r1 * p, h), min(c1 * p, w)
+                ctx = EncodeContext(ref[y0:y1, x0:x1], ecfg, frame={"previous_gray": prev_gray[y0:y1, x0:x1]})
+                out, _, _, _ = run_groups(ctx, names)
+                o = 0
+                for a, b in slices:
+                    src = out[..., o : o + b - a]
+                    o += b - a
+                    means0[r0:r1, c0:c1, a:b][write] = src[write]
+                    maxes0[r0:r1, c0:c1, a:b][write] = src[write]
+                done[r0:r1, c0:c1] |= write
+                crops += 1
+            updates.append((_indices(slices), done))
+            recomputed |= done
+        timings["local"] = (time.perf_counter() - t) * 1000.0
+
+        t = time.perf_counter()
+        everywhere = [layout.temporal]  # channels that changed on the whole grid
+        if changed.any() and layout.global_groups:
+            ctx = EncodeContext(ref, ecfg, frame={"previous_gray": prev_gray})
+            out, _, _, _ = run_groups(ctx, layout.global_groups)
+            slices = [layout.groups[n] for n in layout.global_groups]
+            o = 0
+            for a, b in slices:
+                means0[..., a:b] = maxes0[..., a:b] = out[..., o : o + b - a]
+                o += b - a
+            everywhere.extend(slices)
+            state._tensors.update({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in ctx.tensors.items()})
+        timings["global"] = (time.perf_counter() - t) * 1000.0
+
+        t = time.perf_counter()
+        a, b = layout.temporal
+        means0[..., a:b] = maxes0[..., a:b] = temporal
+        updates.append((_indices(everywhere), np.ones((gh, gw), bool)))
+        update_mips(state._means, state._maxes, layout.coverage, updates)
+        timings["mips"] = (time.perf_counter() - t) * 1000.0
+        return float(recomputed.mean()), crops
+
+    def _texture(self, state: VideoState, rgb: np.ndarray, idx: int) -> Texture:
+        """The session's texture for the current frame: features from the masters, tokens cut from the frame.
+
+        Its ``content_hash`` is ``video-<session>-<frame>``: the features depend on the stream's history (temporal
+        channels; with a threshold > 0, earlier frames' pixels), so it must never pass for the encode of a still
+        image.  ``Texture.save`` works; load such a file with ``verify=False``."""
+        layout, dev = state._layout, state.device
+        return Texture(
+            image=rgb, config=state.encode_config, channels=layout.channels, groups=dict(layout.groups),
+            absent=layout.absent,
+            mean=[torch.from_numpy(m).to(device=dev, dtype=STORAGE_DTYPE) for m in state._means],
+            max=[torch.from_numpy(m).to(device=dev, dtype=STORAGE_DTYPE) for m in state._maxes],
+            coverage=layout.coverage_t, content_hash=f"video-{state.session}-{idx:08d}",
+            extras={"video_session": state.session, "frame": idx}, tensors=dict(state._tensors))
+
+    # -- memory --------------------------------------------------------------------------------------------
+    def _compose(self, state: VideoState, stream: str, idx: int, grid: tuple[int, int]) -> np.ndarray:
+        """(gh, gw, 3) float32 temporal channels for ``stream`` at frame ``idx`` from the records before it."""
+        cfg = state.config
+        rel = np.zeros(grid, np.float32)
+        fix = np.zeros(grid, np.float32)
+        sal = np.zeros(grid, np.float32)
+        newest = -1
+        for r in state._records():
+            if r.index >= idx:
+                continue
+            wgt = np.float32(cfg.decay ** (idx - r.index - 1))
+            if stream in r.relevance:
+                np.maximum(rel, wgt * r.relevance[stream], out=rel)
+            if stream in r.fixations:
+                fix += wgt * r.fixations[stream]
+            if r.index > newest:
+                newest, sal = r.index, wgt * r.saliency
+        norm = sum(cfg.decay**j for j in range(cfg.memory))
+        out = np.dstack([rel, sal, fix / np.float32(norm)])
+        return np.clip(np.nan_to_num(out), 0.0, 1.0).astype(np.float32)
+
+    def _install(self, state: VideoState, stream: str) -> None:
+        """Write ``stream``'s temporal channels into the current texture (in place) if another stream's are there."""
+        if state._installed == stream:
+            return
+        layout = state._layout
+        a, b = layout.temporal
+        state._means[0][..., a:b] = state._maxes[0][..., a:b] = self._compose(state, stream, state.index, layout.grid)
+        update_mips(state._means, state._maxes, layout.coverage, [(_indices([(a, b)]), np.ones(layout.grid, bool))])
+        tex = state.texture
+        for lvl in range(tex.num_levels):
+            tex.mean[lvl][..., a:b] = torch.from_numpy(state._means[lvl][..., a:b]).to(tex.mean[lvl])
+            tex.max[lvl][..., a:b] = torch.from_numpy(state._maxes[lvl][..., a:b]).to(tex.max[lvl])
+        tex.invalidate()
+        state._installed = stream
+
+    # -- select --------------------------------------------------------------------------------------------
+    def select(self, state: VideoState, query: Any = None, budget: int | None = None, *, stream: str = "main",
+               **kwargs: Any) -> Selection:
+        """Pick tokens for the current frame (see :func:`foveate.select`), and remember them in ``stream``.
+
+        ``stream`` names an independent memory (prev_relevance, fixations, stability) -- SAM 2's object ids; use one
+        per question you keep asking about the video.  Other keyword arguments are ``select``'s.
+        """
+        state._require_frame()
+        cfg = resolve_select_config(kwargs.pop("config", None) or self.select_config, budget, kwargs.pop("mode", None),
+                                    {k: kwargs.pop(k) for k in list(kwargs) if k in _SELECT_FIELDS})
+        self._install(state, stream)
+        tex = state.texture
+        scorer = kwargs.pop("scorer", None) or self.scorer or default_scorer(tex.channels, tex.device)
+        last = state._streams.get(stream)
+        kept0 = None
+        if state.config.stability > 0 and last is not None and last.frame < state.index and last.mode == cfg.mode:
+            keep, bound = _kept_tiles(tex.level_shapes, last, cfg.mode)
+            margin = state.config.stability
+            flat = lambda maps: (np.concatenate([m.ravel() for m in maps]) * margin).astype(np.float32)  # noqa: E731
+            scorer = _StableScorer(scorer, flat(keep), flat(bound))
+            kept0 = keep[0]
+        sel = select_tokens(tex, query, config=cfg, scorer=scorer, **kwargs)
+        # remember: relevance (without the stability bonus) normalised to [0, 1], and where tokens were spent
+        rel = sel.relevance - (state.config.stability * kept0 if kept0 is not None else 0.0)
+        rel = np.exp(rel - rel.max()).astype(np.float32)
+        fix = fixation_map(sel)
+        record = state._memory[-1]
+        record.relevance[stream], record.fixations[stream] = rel, fix
+        state._streams[stream] = _StreamMemory(state.index, cfg.mode, sel.levels, sel.rows, sel.cols, sel.gist)
+        state._streams.move_to_end(stream)
+        while len(state._streams) > state.config.max_streams:
+            old, _ = state._streams.popitem(last=False)
+            for r in state._records():
+                r.relevance.pop(old, None)
+                r.fixations.pop(old, None)
+        return sel
+
+    # -- a whole stream ------------------------------------------------------------------------------------
+    def propagate(self, state: VideoState, frames: Iterable[Any], query: Any = None, budget: int | None = None, *,
+                  prompt_frames: str = "first", stream: str = "main", **kwargs: Any) -> Iterator[VideoResult]:
+        """Add each frame and select for it: SAM 2's ``propagate_in_video`` for a stream of frames.
+
+        Args:
+            frames: :class:`Frame` objects (e.g. :func:`read_frames`), arrays or paths, consumed one at a time.
+            query: text applies to every frame; points and boxes to the first frame only (``prompt_frames="first"``,
+                they then live on in the memory's prev_relevance) or to every frame (``"all"``).
+        """
+        if prompt_frames not in ("first", "all"):
+            raise ConfigError("prompt_frames must be 'first' or 'all'")
+        q = Query.coerce(query)
+        later = q if prompt_frames == "all" else Query(text=q.text)
+        prev: Selection | None = None
+        for i, item in enumerate(frames):
+            stats = self.add_frame(state, item)
+            sel = self.select(state, q if i == 0 else later, budget, stream=stream, **kwargs)
+            new_scene = stats.reason in ("scene_cut", "size_change")
+            kept = token_overlap(prev, sel) if prev is not None and not new_scene else None
+            src = item.index if isinstance(item, Frame) else i
+            name = item.name if isinstance(item, Frame) else f"frame {i}"
+            yield VideoResult(stats.index, src, name, stats, sel, kept)
+            prev = sel
+
+
+def _warp_memory(records: list[_Record], splat) -> None:
+    """Move every remembered tile map with the picture (one sparse product for all of them)."""
+    slots: list[tuple[_Record, dict | None, str | None]] = []
+    maps = []
+    for r in records:
+        slots.append((r, None, None))
+        maps.append(r.saliency)
+        for d in (r.relevance, r.fixations):
+            for k, v in d.items():
+                slots.append((r, d, k))
+                maps.append(v)
+    for (r, d, k), m in zip(slots, warp_tile_maps(splat, maps)):
+        if d is None:
+            r.saliency = m
+        else:
+            d[k] = m
+
+
+def _indices(slices: list[tuple[int, int]]) -> np.ndarray:
+    """Channel slices [(a, b), ...] -> sorted channel indices."""
+    return np.unique(np.concatenate([np.arange(a, b) for a, b in slices])) if slices else np.zeros(0, np.int64)
+
+
+_SELECT_FIELDS = {f.name for f in dataclasses.fields(SelectConfig)} - {"budget", "mode"}
+
+
+def _saliency_map(state: VideoState, layout: _Layout) -> np.ndarray:
+    """The current frame's saliency on the tile grid, for the next frame's prev_saliency."""
+    if "saliency" in layout.groups:
+        a, _ = layout.groups["saliency"]
+        return state._means[0][..., a].copy()
+    ctx = EncodeContext(state._ref, state.encode_config)
+    return get_group("saliency").generator(ctx)[..., 0]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Reading frames
+
+
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff"}
+
+
+class FrameSkippedWarning(UserWarning):
+    """A frame mid-stream could not be decoded and was skipped."""
+
+
+@dataclass
+class Frame:
+    """One decoded frame: its position in the source, a name for reports, the RGB pixels (H, W, 3) uint8."""
+
+    index: int
+    name: str
+    image: np.ndarray
+
+
+def _natural_key(name: str) -> list:
+    return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", name)]
+
+
+class FrameReader:
+    """The frames of a video file (OpenCV; FFmpeg decodes mp4, webm, ...) or of a folder of images (sorted by name,
+    numbers in numeric order), decoded one at a time.  Iterate it to get :class:`Frame` objects.
+
+    Errors (:class:`VideoError`): no such path, an empty folder or one without image files, a single image file,
+    a file OpenCV cannot open as a video or that has no decodable frame.  A frame that cannot be decoded
+    mid-stream is skipped with a :class:`FrameSkippedWarning`.
+
+    Attributes:
+        kind: ``"folder"`` or ``"video"``.  count: frames announced (files, or the container's frame count; may
+        be 0 when unknown).  fps: the video's frame rate (``None`` for a folder).
+    """
+
+    def __init__(self, source: str | Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> None:
+        self.path = Path(source)
+        self.max_pixels = max_pixels
+        self.fps: float | None = None
+        self.skipped: list[str] = []  # frames that could not be decoded (each also warned about)
+        self._cap = None
+        path = self.path
+        if not path.exists():
+            raise VideoError(f"{path}: no such file or folder")
+        if path.is_dir():
+            self.kind = "folder"
+            self._files = sorted((f for f in path.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES),
+                                 key=lambda f: _natural_key(f.name))
+            if not self._files:
+                raise VideoError(f"{path}: the folder has no image frames ({', '.join(sorted(IMAGE_SUFFIXES))})")
+            self.count = len(self._files)
+            return
+        self.kind = "video"
+        if path.suffix.lower() in IMAGE_SUFFIXES:
+            raise VideoError(f"{path}: a single image, not a video; use `foveate select` for an image, or pass a "
+                             "folder of frames")
+        if path.stat().st_size == 0:
+            raise VideoError(f"{path}: the file is empty (0 bytes)")
+        cap = cv2.VideoCapture(str(path))
+        if not cap.isOpened():
+            raise VideoError(f"{path}: not a readable video (OpenCV/FFmpeg cannot open it); pass a video file "
+                             "(mp4, webm, ...) or a folder of frames")
+        ok, first = cap.read()
+        if not ok or first is None:
+            cap.release()
+            raise VideoError(f"{path}: no decodable video frame")
+        h, w = first.shape[:2]
+        if h * w > max_pixels:
+            cap.release()
+            raise VideoError(f"{path}: frames of {w}x{h} = {w * h:,} pixels exceed the limit of {max_pixels:,}; "
+                             "raise max_pixels (--max-pixels) if you trust the file")
+        self._cap, self._first = cap, first
+        self.count = max(int(cap.get(cv2.CAP_PROP_FRAME_COUNT) or 0), 0)
+        fps = float(cap.get(cv2.CAP_PROP_FPS) or 0.0)
+        self.fps = fps if 0 < fps < 1000 else None
+
+    def __iter__(self) -> Iterator[Frame]:
+        if self.kind == "folder":
+            for i, f in enumerate(self._files):
+                try:
+                    image = load_image(f, max_pixels=self.max_pixels)
+                except ImageError as exc:
+                    self._skip(f.name, f"{_first_line(exc)}; frame skipped")
+                    continue
+                yield Frame(i, f.name, image)
+            return
+        cap, first = self._cap, self._first
+        if cap is None:
+            raise VideoError(f"{self.path}: the reader was closed or already consumed; open a new FrameReader")
+        self._cap = self._first = None
+        try:
+            yield Frame(0, "frame 0", cv2.cvtColor(first, cv2.COLOR_BGR2RGB))
+            i, missed = 1, []
+            while True:
+                ok, bgr = cap.read()
+                if not ok or bgr is None:
+                    if self.count and i < self.count and len(missed) < 8:
+                        missed.append(i)  # maybe a corrupt frame: try the next ones before calling it the end
+                        i += 1
+                        continue
+                    if missed:
+                        warnings.warn(f"{self.path.name}: the video ended at frame {missed[0]} of the {self.count} its "
+                                      "header announces (truncated?)", FrameSkippedWarning, stacklevel=2)
+                    break
+                for j in missed:
+                    self._skip(f"frame {j}", f"{self.path.name}: frame {j} could not be decoded; frame skipped")
+                missed = []
+                yield Frame(i, f"frame {i}", cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))
+                i += 1
+        finally:
+            cap.release()
+
+    def _skip(self, name: str, message: str) -> None:
+        self.skipped.append(name)
+        warnings.warn(message, FrameSkippedWarning, stacklevel=3)
+
+    def close(self) -> None:
+        if self._cap is not None:
+            self._cap.release()
+            self._cap = self._first = None
+
+
+def read_frames(source: str | Path, max_pixels: int = DEFAULT_MAX_PIXELS) -> FrameReader:
+    """Frames of a video file or a folder of images, one at a time (see :class:`FrameReader`)."""
+    return FrameReader(source, max_pixels=max_pixels)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The ``foveate video`` command's work: stream a source, write selections, statistics and an overlay video
+
+
+@dataclass
+class VideoSummary:
+    frames: int
+    skipped: int
+    keyframes: int
+    changed_share: float
+    reencoded_share: float
+    add_ms_median: float
+    select_ms_median: float
+    kept_share: float | None
+    outputs: dict[str, str]
+    notes: list[str] = field(default_factory=list)  # distinct selection notes (e.g. "query text not used")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def run_video(source: str | Path, query: Any, output: str | Path, *, predictor: VideoPredictor,
+              budget: int | None = None, prompt_frames: str = "first", overlay: bool = True,
+              max_frames: int | None = None, fps: float | None = None,
+              on_frame: Callable[[VideoResult], None] | None = None, **select_kwargs: Any) -> VideoSummary:
+    """Stream ``source`` through a new session and write ``selections.jsonl`` (one selection document per frame,
+    with the frame's statistics), ``stats.jsonl`` (statistics only) and ``overlay.mp4`` into ``output``."""
+    reader = read_frames(source, max_pixels=predictor.config.max_pixels)
+    out = Path(output)
+    out.mkdir(parents=True, exist_ok=True)
+    state = predictor.init_state()
+    paths = {"selections": out / "selections.jsonl", "stats": out / "stats.jsonl"}
+    writer, size = None, None
+    adds, sels, changed, reenc, kept, keyframes, n = [], [], [], [], [], 0, 0
+    notes: dict[str, None] = {}
+    frames = reader if max_frames is None else _take(reader, max_frames)
+    try:
+        with open(paths["selections"], "w") as fsel, open(paths["stats"], "w") as fstat:
+            for res in predictor.propagate(state, frames, query, budget, prompt_frames=prompt_frames, **select_kwargs):
+                n += 1
+                st = res.stats.to_dict()
+                st.update({"source": res.name, "select_ms": round(res.selection.timings_ms["total"], 3),
+                           "kept_share": None if res.kept_share is None else round(res.kept_share, 4)})
+                fstat.write(json.dumps(st) + "\n")
+                doc = res.selection.to_dict()
+                doc["video"] = st
+                fsel.write(json.dumps(doc) + "\n")
+                adds.append(res.stats.timings_ms["total"])
+                sels.append(res.selection.timings_ms["total"])
+                changed.append(res.stats.changed_share)
+                reenc.append(res.stats.reencoded_share)
+                keyframes += res.stats.keyframe
+                if res.kept_share is not None:
+                    kept.append(res.kept_share)
+                notes.update(dict.fromkeys(res.selection.notes))
+                if overlay:
+                    writer, size = _write_overlay(writer, size, state.texture.image, res, out, paths,
+                                                  fps or reader.fps or 24.0)
+                if on_frame is not None:
+                    on_frame(res)
+    finally:
+        if writer is not None:
+            writer.release()
+        reader.close()
+    if n == 0:
+        raise VideoError(f"{source}: no frame could be decoded ({len(reader.skipped)} skipped)")
+    med = lambda xs: float(np.median(xs)) if xs else 0.0  # noqa: E731
+    return VideoSummary(frames=n, skipped=len(reader.skipped), keyframes=keyframes, changed_share=float(np.mean(changed)),
+                        reencoded_share=float(np.mean(reenc)), add_ms_median=med(adds), select_ms_median=med(sels),
+                        kept_share=float(np.mean(kept)) if kept else None,
+                        outputs={k: str(v) for k, v in paths.items()}, notes=list(notes)[:10])
+
+
+def _write_overlay(writer, size, image: np.ndarray, res: VideoResult, out: Path, paths: dict, fps: float):
+    """Append one frame (heat map, tokens, a status line) to ``overlay.mp4``, opening it on the first frame."""
+    from .render import render_overlay
+
+    img = render_overlay(image, res.selection)
+    label = (f"frame {res.index}  {'KEYFRAME ' + res.stats.reason if res.stats.keyframe else ''}  "
+             f"re-encoded {100 * res.stats.reencoded_share:.0f}%")
+    cv2.putText(img, label, (6, img.shape[0] - 8), cv2.FONT_HERSHEY_SIMPLEX, 0.45, (255, 255, 255), 1, cv2.LINE_AA)
+    if writer is None:
+        size = (img.shape[1], img.shape[0])
+        paths["overlay"] = out / "overlay.mp4"
+        writer = cv2.VideoWriter(str(paths["overlay"]), cv2.VideoWriter_fourcc(*"mp4v"), fps, size)
+        if not writer.isOpened():
+            raise VideoError(f"cannot write {paths['overlay']} (no mp4 encoder available); use --no-overlay")
+    if (img.shape[1], img.shape[0]) != size:  # a size change mid-stream: the video keeps its first size
+        img = cv2.resize(img, size, interpolation=cv2.INTER_AREA)
+    writer.write(cv2.cvtColor(img, cv2.COLOR_RGB2BGR))
+    return writer, size
+
+
+def _take(frames: Iterable[Frame], n: int) -> Iterator[Frame]:
+    for i, f in enumerate(frames):
+        if i >= n:
+            return
+        yield f
