@@ -24,6 +24,7 @@ from .predictor import FoveatePredictor
 from .scoring import Query, Scorer
 from .selection import Selection, select
 from .texture import Texture, encode
+from . import emphasis, semantic, text  # noqa: F401  (register the text and semantic groups and query terms)
 
 __version__ = "0.1.0"
 

@@ -257,15 +257,13 @@ register_group(ChannelGroup("clusters", ("cluster_id", "cluster_dist", "cluster_
                             "SLIC superpixel (~50): id, distance from its centroid, its size"))
 register_group(ChannelGroup("temporal", ("prev_relevance", "prev_saliency", "fixations"), _temporal, "low",
                             "previous relevance and saliency warped by optical flow, fixation history (video)"))
-register_group(ChannelGroup("semantic", tuple(f"sem{i:02d}" for i in range(16)), _absent, "high",
-                            "dense image-text embedding per tile, PCA to 16 dims (needs an image-text model)"))
 register_group(ChannelGroup("distance", ("edge_distance",), _distance, "low",
                             "distance to the nearest edge, d/(d+P)"))
 register_group(ChannelGroup("attention", ("attn_vlm", "attn_accum", "gaze"), _absent, "free",
                             "caller-supplied maps (Texture.attach): VLM attention, accumulated attention, gaze"))
 register_group(ChannelGroup("boundaries", ("boundaries",), _boundaries, "low",
                             "superpixel boundaries weighted by colour contrast (object-boundary proxy)"))
-register_group(ChannelGroup("text", ("text",), _absent, "high", "OCR text regions (needs the OCR group)"))
+# "semantic" and "text" register themselves from foveate.semantic and foveate.text (imported by the package).
 
 
 def run_groups(ctx: EncodeContext, names: tuple[str, ...]) -> tuple[np.ndarray, list[str], dict, tuple[str, ...]]:

@@ -180,6 +180,13 @@ def select(
             if explain and sel.explain:
                 top = ", ".join(f"{k} {v:+.2f}" for k, v in list(sel.explain.items())[:8])
                 out.print(f"[bold]{label[:50]}[/] driven by: {top}", highlight=False)
+                for ev in sel.evidence[:8]:
+                    lv = ev.get("levels")
+                    where = f" -> tokens at level {lv[0]}" + (f"-{lv[1]}" if lv and lv[1] != lv[0] else "") if lv else ""
+                    sig = ", ".join(f"{k} {ev[k]:.2f}" for k in ("lexical", "semantic") if k in ev)
+                    out.print(f"  {ev.get('term', '?')}: {ev.get('relation', '')} {ev.get('text', '')!r} "
+                              f"{ev.get('box')} value {ev.get('value', 0):.2f} ({sig}){where}", highlight=False,
+                              markup=False)
     if json_out:
         out.print_json(json.dumps(docs[0] if len(docs) == 1 else docs))
     else:
