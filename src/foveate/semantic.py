@@ -149,6 +149,7 @@ def load_clip(source: str, options: dict) -> ClipEncoder:
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
     try:
         model = CLIPModel.from_pretrained(source, local_files_only=True)
         tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=True)

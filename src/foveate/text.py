@@ -401,13 +401,15 @@ class QueryText:
         return cls(text, tuple(dict.fromkeys(toks)), phrases, bool(quoted))
 
 
-def token_similarity(query_tokens: Sequence[str], words: Sequence[str]) -> np.ndarray:
+def token_similarity(query_tokens: Sequence[str], words: Sequence[str],
+                     folded: Sequence[str] | None = None) -> np.ndarray:
     """Similarity in [0, 1] of every query token to every word.
 
     1.0 equal; 0.9 equal after folding OCR confusions or after dropping a trailing 1/l/i from the word (a
     misread colon); otherwise, for tokens of 4+ characters, the normalised
     Indel similarity r of the folded forms, counted as 0.9 * r when r >= 0.75 (one or two wrong, missing or
-    extra characters), else 0.  Returns (len(query_tokens), len(words)) float32.
+    extra characters), else 0.  ``folded``: ``[fold(w) for w in words]`` if already known.
+    Returns (len(query_tokens), len(words)) float32.
     """
     from rapidfuzz.distance import Indel
     from rapidfuzz.process import cdist
@@ -415,7 +417,7 @@ def token_similarity(query_tokens: Sequence[str], words: Sequence[str]) -> np.nd
     if not query_tokens or not words:
         return np.zeros((len(query_tokens), len(words)), np.float32)
     fq = [fold(t) for t in query_tokens]
-    fw = [fold(w) for w in words]
+    fw = [fold(w) for w in words] if folded is None else folded
     r = cdist(fq, fw, scorer=Indel.normalized_similarity, dtype=np.float32, workers=1)
     qlen = np.array([len(t) for t in query_tokens])[:, None]
     wlen = np.array([len(w) for w in words])[None, :]
@@ -498,6 +500,7 @@ class TextIndex:
     boxes: np.ndarray  # (N, 4) float64
     embeddings: np.ndarray  # (N, 384) float32, unit rows
     words: list[str]  # every line's tokens, line after line
+    folded: list[str]  # the same, OCR confusions folded
     word_line: np.ndarray  # (M,) line of each token
     compact: list[str]  # per line: normalised text without spaces (phrase matching)
     right: np.ndarray  # (N,) layout neighbours (see layout_neighbours), -1 = none
@@ -532,7 +535,7 @@ def text_index(texture: Texture) -> TextIndex | None:
         boxes = np.array([ln.box for ln in lines], np.float64).reshape(-1, 4)
         h, w = texture.image_size
         right, below, cont = layout_neighbours(boxes, w)
-        idx = TextIndex(lines, boxes, emb, words, np.array(owner, np.int64), ["".join(tokenize(ln.text)) for ln in lines],
+        idx = TextIndex(lines, boxes, emb, words, [fold(w) for w in words], np.array(owner, np.int64), ["".join(tokenize(ln.text)) for ln in lines],
                         right, below, cont, texture.level_shapes[0], texture.patch_size, (h, w))
         texture._cache["text_index"] = idx
     return idx
@@ -583,7 +586,7 @@ def lexical_scores(index: TextIndex, qt: QueryText) -> np.ndarray:
         return lex
     lens = np.array([max(len(c), 1) for c in index.compact], np.float32)
     if qt.tokens and index.words:
-        sim = token_similarity(qt.tokens, index.words)  # (T, M)
+        sim = token_similarity(qt.tokens, index.words, index.folded)  # (T, M)
         best = np.zeros((len(qt.tokens), n), np.float32)
         np.maximum.at(best.T, index.word_line, sim.T)  # per token, the best word of each line
         df = (best >= 0.75).sum(1)  # lines holding each token
