@@ -8,7 +8,7 @@ VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo test bench bench-service clean
 
 setup: $(VENV)/.installed
 
@@ -30,6 +30,10 @@ test: setup
 
 bench: setup
 	$(BIN)/foveate bench --json out/bench.json
+
+bench-service: setup
+	$(BIN)/foveate store bench --json out/bench-store.json
+	$(BIN)/foveate bench-serve --pools thread,process --json out/bench-serve.json
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

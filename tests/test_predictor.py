@@ -84,3 +84,41 @@ def test_scorer_is_trainable(photo):
     score.sum().backward()
     assert scorer.weight.grad is not None and scorer.weight.grad.abs().sum() > 0
     assert isinstance(scorer, torch.nn.Module)
+
+
+def test_scorer_inference_path_matches_the_module(photo):
+    """``Scorer.evaluate`` (single-threaded NumPy on the CPU) gives the numbers of forward() and bound()."""
+    import torch
+
+    tex = foveate.encode(photo, preset="full", device="cpu")
+    scorer = foveate.Scorer(tex.channels, bias=0.3)
+    with torch.no_grad():
+        scorer.weight.normal_()
+        scorer.need_weight.uniform_(-1, 1)
+    feats, _ = tex.flat_features()
+    q = torch.rand(feats.shape[0], 1)
+    score, need, bound = scorer.evaluate(feats, q, ["prompt"])
+    with torch.no_grad():
+        s_ref, n_ref = scorer(feats, q, ["prompt"])
+        b_ref = scorer.bound(feats, q, ["prompt"])
+    np.testing.assert_allclose(score, s_ref.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(need, n_ref.numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(bound, b_ref.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_bound_is_optimistic_for_non_negative_weights(photo):
+    """With non-negative weights no level-0 tile scores above the bound of a coarse tile containing it."""
+    import torch
+
+    tex = foveate.encode(photo, preset="fast", device="cpu")
+    scorer = foveate.Scorer(tex.channels)
+    with torch.no_grad():
+        scorer.weight.uniform_(0, 1)
+    feats, offsets = tex.flat_features()
+    score, _, bound = scorer.evaluate(feats)
+    s0 = score[: offsets[1]].reshape(tex.level_shapes[0])
+    for lvl in range(1, tex.num_levels):
+        b = bound[offsets[lvl]:offsets[lvl + 1]].reshape(tex.level_shapes[lvl])
+        f = 1 << lvl
+        up = np.kron(b, np.ones((f, f)))[: s0.shape[0], : s0.shape[1]]
+        assert (s0 <= up + 1e-3).all()

@@ -260,3 +260,16 @@ def test_long_and_empty_queries(page_texture):
     empty = select(page_texture, "   ", 64)
     assert empty.query.text is None
     np.testing.assert_array_equal(empty.boxes, select(page_texture, None, 64).boxes)
+
+
+def test_to_dict_tokens_match_the_arrays(page_texture):
+    import json
+
+    sel = select(page_texture, {"points": [(300, 200)]}, 150, mode="topk")
+    doc = json.loads(json.dumps(sel.to_dict()))
+    assert len(doc["tokens"]) == len(sel)
+    for i, t in enumerate(doc["tokens"]):
+        assert (t["level"], t["row"], t["col"]) == (int(sel.levels[i]), int(sel.rows[i]), int(sel.cols[i]))
+        assert t["box"] == [int(v) for v in sel.boxes[i]] and t["grid"] == [int(v) for v in sel.grid[i]]
+        assert t["center"] == [round(float(v), 6) for v in sel.centers[i]]
+        assert t["score"] == round(float(sel.scores[i]), 5) and t["gist"] is bool(sel.gist[i])

@@ -108,13 +108,24 @@ def encode(
     images: list[str] = typer.Argument(..., help="Image file(s); example:page / example:photo for the bundled ones."),
     output: Optional[Path] = typer.Option(None, "--output", "-o",
                                           help="Output .fvt file (one image) or folder (several images)."),
+    store: Optional[Path] = typer.Option(None, "--store", "-s",
+                                         help="Encode into this texture store instead (images and folders; "
+                                              "resumable: what is stored is skipped)."),
+    workers: int = typer.Option(0, "--workers", "-w", help="--store: parallel decode + encode threads "
+                                                            "(0 = one per CPU core)."),
     preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
     max_pixels: int = MaxPixOpt, device: str = DeviceOpt, semantic_model: Optional[str] = SemanticOpt,
 ) -> None:
-    """Encode image(s) once into texture file(s) (.fvt) that `foveate select` answers queries from."""
+    """Encode image(s) once into texture file(s) (.fvt), or into a texture store (--store), that
+    `foveate select` and `foveate serve` answer queries from."""
     from .texture import encode as encode_image
 
     config = _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model)
+    if store is not None:
+        if output is not None:
+            raise FoveateError("pass either --store DIR or -o/--output, not both")
+        _encode_into_store(store, images, config, workers)
+        return
     paths = [_resolve_input(p) for p in images]
     many = len(paths) > 1
     if many and output is not None and output.suffix == ".fvt":
@@ -259,6 +270,221 @@ def info(
     _say_absent_once(tex)
 
 
+def _encode_into_store(store_dir: Path, images: list[str], config: EncodeConfig, workers: int) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from .store import TextureStore, encode_into_store, expand_images
+
+    paths = expand_images([_resolve_input(p) for p in images])
+    if not paths:
+        raise FoveateError(f"no image files in {', '.join(images)}")
+    counts = {"encoded": 0, "stored": 0, "failed": 0}
+    with TextureStore(store_dir) as st, Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                                 TimeRemainingColumn(), console=err,
+                                                 disable=not err.is_terminal, transient=True) as progress:
+        task = progress.add_task("encoding", total=len(paths))
+
+        def on_result(r) -> None:
+            counts[r.status] += 1
+            if r.status == "failed":
+                err.print(f"[yellow]skipped[/] {r.message}", markup=True, highlight=False)
+            progress.update(task, advance=1, description=f"encoded {counts['encoded']}, stored already "
+                                                         f"{counts['stored']}, failed {counts['failed']}")
+
+        summary = encode_into_store(st, paths, config, workers=workers or None, on_result=on_result)
+        stats = st.stats()
+    d = summary.to_dict()
+    out.print(f"{d['images']} images in {d['seconds']:.1f} s ({d['images_per_s']:.2f} images/s, "
+              f"{d['encoded_megapixels_per_s']:.2f} encoded MP/s): {d['encoded']} encoded, {d['skipped']} already "
+              f"stored (skipped), {d['failed']} failed.  Store {store_dir}: {stats['entries']} textures, "
+              f"{stats['bytes'] / 2**20:.1f} MiB", highlight=False)
+    if d["failed"]:
+        raise FoveateError(f"{d['failed']} of {d['images']} images could not be encoded")
+
+
+# -- the texture store -------------------------------------------------------------------------------------
+store_app = typer.Typer(no_args_is_help=True, help="Inspect and maintain a texture store (see `encode --store`).")
+app.add_typer(store_app, name="store")
+StoreOpt = typer.Option(None, "--store", "-s", envvar="FOVEATE_STORE",
+                        help="Store folder (default: $FOVEATE_STORE, else ~/.cache/foveate/store).")
+
+
+def _open_store(store: Optional[Path], create: bool = False):
+    from .service.settings import default_store_dir
+    from .store import TextureStore
+
+    return TextureStore(store or default_store_dir(), create=create)
+
+
+def _ago(t: float) -> str:
+    import time
+
+    s = max(0.0, time.time() - t)
+    for unit, n in (("d", 86400), ("h", 3600), ("min", 60)):
+        if s >= n:
+            return f"{s / n:.0f} {unit} ago"
+    return f"{s:.0f} s ago"
+
+
+@store_app.command("ls")
+def store_ls(store: Optional[Path] = StoreOpt,
+             order: str = typer.Option("last_access", "--order", help="last_access, size or created."),
+             json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List stored textures, most recently used first."""
+    from .texture import FORMAT_VERSION
+
+    with _open_store(store) as st:
+        entries = st.entries(order)
+    if json_out:
+        out.print_json(json.dumps([e.to_dict() for e in entries]))
+        return
+    table = Table("id", "size", "preset", "channels", "KiB", "encode ms", "last used", box=None)
+    for e in entries:
+        stale = "" if e.format_version == FORMAT_VERSION else f" [yellow](format {e.format_version}: gc drops it)[/]"
+        table.add_row(e.id + stale, f"{e.width}x{e.height}", e.preset, str(len(e.channels)), f"{e.size / 1024:.0f}",
+                      f"{e.encode_ms:.0f}", _ago(e.last_access))
+    out.print(table)
+
+
+@store_app.command("info")
+def store_info(texture_id: Optional[str] = typer.Argument(None, help="A texture id (default: the whole store)."),
+               store: Optional[Path] = StoreOpt,
+               json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Show the store's size, cap and contents, or one texture's metadata."""
+    with _open_store(store) as st:
+        if texture_id is not None:
+            entry = st.entry(texture_id)
+            if entry is None:
+                raise FoveateError(f"no texture {texture_id} in {st.path}; `foveate store ls` lists them")
+            doc = entry.to_dict()
+        else:
+            doc = st.stats()
+            doc.pop("counters")
+    if json_out or texture_id is not None:
+        out.print_json(json.dumps(doc))
+        return
+    cap = f"{doc['max_bytes'] / 2**20:.1f} MiB" if doc["max_bytes"] else "none"
+    out.print(f"store {doc['path']}: {doc['entries']} textures, {doc['bytes'] / 2**20:.1f} MiB of textures "
+              f"(cap {cap}), {doc['file_bytes'] / 2**20:.1f} MiB on disk; format versions "
+              f"{doc['format_versions'] or '-'} (this foveate reads {doc['format_version']})", highlight=False)
+
+
+@store_app.command("gc")
+def store_gc(store: Optional[Path] = StoreOpt,
+             verify: bool = typer.Option(False, "--verify", help="Also re-hash every blob; drop corrupt ones."),
+             max_mb: Optional[float] = typer.Option(None, "--max-mb", help="Set the size cap (MiB, 0 = none) "
+                                                                           "and evict down to it.")) -> None:
+    """Drop unreadable entries (other format versions; corrupt ones with --verify), evict to the cap, shrink
+    the file."""
+    with _open_store(store) as st:
+        rep = st.gc(verify=verify, max_bytes=None if max_mb is None else int(max_mb * 2**20))
+    out.print(f"removed {rep.other_versions} of other format versions, {rep.corrupt} corrupt, {rep.evicted} "
+              f"evicted; textures {rep.bytes_before / 2**20:.1f} -> {rep.bytes_after / 2**20:.1f} MiB, on disk "
+              f"{rep.file_bytes_before / 2**20:.1f} -> {rep.file_bytes_after / 2**20:.1f} MiB", highlight=False)
+
+
+@store_app.command("clear")
+def store_clear(store: Optional[Path] = StoreOpt,
+                yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask.")) -> None:
+    """Remove every texture from the store."""
+    with _open_store(store) as st:
+        if not yes and not typer.confirm(f"remove all {st.stats()['entries']} textures from {st.path}?"):
+            raise typer.Exit(1)
+        n = st.clear()
+    out.print(f"removed {n} textures", highlight=False)
+
+
+@store_app.command("bench")
+def store_bench(
+    count: int = typer.Option(40, "--count", "-n", help="Textures written and read per backend."),
+    size: int = typer.Option(1024, "--size", help="Image side in pixels (the blob is that image's texture)."),
+    backends: str = typer.Option("sqlite,lmdb,files", "--backends", help="Comma-separated: sqlite, lmdb, files; "
+                                                                   "sqlite-4k = SQLite with 4 KiB pages."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
+) -> None:
+    """Measure the store's database against the alternatives: write, read (verified), concurrent read while
+    another process writes, and bytes on disk."""
+    from .bench_store import run_store_bench
+
+    run_store_bench(count=count, size=size, backends=[b for b in backends.split(",") if b], json_path=json_path,
+                    console=out)
+
+
+# -- the HTTP service ----------------------------------------------------------------------------------------
+#: request line + headers larger than this are refused (400) before routing: a GET rendering's query of
+#: 2,000 characters of any script fits, URL-encoded
+MAX_REQUEST_HEAD = 64 * 1024
+
+@app.command()
+def serve(
+    host: Optional[str] = typer.Option(None, "--host", help="Address to listen on (default 127.0.0.1; another "
+                                                            "needs FOVEATE_API_KEY or --allow-public)."),
+    port: Optional[int] = typer.Option(None, "--port", help="Port (default 8000)."),
+    store: Optional[Path] = typer.Option(None, "--store", "-s", help="Texture store folder (default "
+                                                                     "~/.cache/foveate/store)."),
+    preset: Optional[str] = typer.Option(None, "--preset", "-p", help="Encode preset for uploads (default: "
+                                                                      "default)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Encode workers (default 2)."),
+    pool: Optional[str] = typer.Option(None, "--pool", help="Encode pool: thread (default) or process."),
+    queue: Optional[int] = typer.Option(None, "--queue", help="Encode jobs that may wait; more answer 503 "
+                                                              "(default 16)."),
+    max_upload_mb: Optional[float] = typer.Option(None, "--max-upload-mb", help="Larger uploads answer 413 "
+                                                                                "(default 32)."),
+    max_pixels: Optional[int] = typer.Option(None, "--max-pixels", help="Larger images answer 422 (default 25M)."),
+    cache_mb: Optional[float] = typer.Option(None, "--cache-mb", help="Decoded textures kept in memory "
+                                                                      "(default 512 MiB)."),
+    store_max_mb: Optional[float] = typer.Option(None, "--store-max-mb", help="Store cap, LRU eviction (default: "
+                                                                              "the store's saved cap)."),
+    request_timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds before a request answers "
+                                                                            "504 (default 60)."),
+    allow_public: bool = typer.Option(False, "--allow-public", help="Listen on a non-loopback address without "
+                                                                    "FOVEATE_API_KEY (a proxy authenticates)."),
+    log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
+) -> None:
+    """Serve the HTTP API (FastAPI on uvicorn): upload once, select per query.  Every flag also reads the
+    environment variable FOVEATE_<FLAG> (FOVEATE_STORE, FOVEATE_PRESET, FOVEATE_MAX_UPLOAD_MB, FOVEATE_TIMEOUT,
+    ...); flags win.  Only from the environment: FOVEATE_API_KEY (bearer token), FOVEATE_RETRY_AFTER,
+    FOVEATE_TORCH_THREADS."""
+    import uvicorn
+
+    from .service import ServiceSettings, create_app
+    from .store import TextureStore
+
+    settings = ServiceSettings.from_env(
+        host=host, port=port, store=store, preset=preset, workers=workers, pool=pool, queue=queue,
+        max_upload_mb=max_upload_mb, max_pixels=max_pixels, cache_mb=cache_mb, store_max_mb=store_max_mb,
+        request_timeout=request_timeout, allow_public=allow_public or None)
+    settings.check_bind()
+    TextureStore(settings.store).close()  # a bad store folder fails here, as one line
+    auth = "bearer token" if settings.api_key else "none"
+    err.print(f"foveate serve: http://{settings.host}:{settings.port} (docs at /docs), store {settings.store}, "
+              f"preset {settings.preset}, {settings.workers} {settings.pool} workers, auth {auth}", highlight=False)
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=log_level,
+                timeout_graceful_shutdown=5, h11_max_incomplete_event_size=MAX_REQUEST_HEAD)
+
+
+@app.command("bench-serve")
+def bench_serve(
+    clients: int = typer.Option(16, "--clients", "-c", help="Concurrent clients."),
+    requests: int = typer.Option(2000, "--requests", "-n", help="Select requests in all."),
+    images: int = typer.Option(20, "--images", help="Images uploaded first (generated pages and photos)."),
+    size: int = typer.Option(512, "--size", help="Image side in pixels."),
+    preset: str = typer.Option("fast", "--preset", "-p", help="Server encode preset."),
+    pools: str = typer.Option("", "--pools", help="Also compare encode pools, e.g. thread,process: uploads/s "
+                                                  "of --images fresh images per pool."),
+    workers: int = typer.Option(2, "--workers", help="Encode workers for the pool comparison."),
+    torch_threads: int = typer.Option(1, "--torch-threads", help="The server's torch threads (FOVEATE_TORCH_THREADS)."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
+) -> None:
+    """Load-test a real `foveate serve` subprocess: upload images, then many concurrent selects; latency
+    percentiles, throughput, errors, server memory before and after."""
+    from .service.bench import run_service_bench
+
+    run_service_bench(clients=clients, requests=requests, images=images, size=size, preset=preset,
+                      pools=[p for p in pools.split(",") if p], workers=workers, torch_threads=torch_threads,
+                      json_path=json_path, console=out)
+
+
 @app.command()
 def bench(
     image: list[str] = typer.Option([], "--image", "-i", help="Images to benchmark (default: the bundled photo "
@@ -273,6 +499,89 @@ def bench(
 
     run_bench([_resolve_input(p) for p in image], repeats=repeats, presets=[p for p in presets.split(",") if p],
               json_path=json_path, device=device, console=out)
+
+
+def _int_list(values: list[str], what: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(v) for text in values for v in re.split(r"[,\s]+", text.strip()) if v)
+    except ValueError:
+        raise typer.BadParameter(f"{what} takes whole numbers, e.g. 64,144,273,576; got {values}") from None
+
+
+@app.command("eval")
+def eval_command(
+    data_dir: Path = typer.Argument(..., help="A folder with queries.jsonl (image, query, boxes per line) and images."),
+    budget: list[str] = typer.Option(["273"], "--budget", "-b", help="Budget(s): 273, or 64,144,273,576 for a curve."),
+    mode: str = typer.Option("quadtree", "--mode", "-m", help="quadtree or topk."),
+    area_exponent: float = typer.Option(1.0, "--area-exponent", help="quadtree: weight of the area a split refines."),
+    min_level: int = typer.Option(0, "--min-level", help="quadtree: never split below this level."),
+    topk_levels: str = typer.Option("4,2,0", "--topk-levels", help="topk: cascade stage levels, e.g. 4,3,2,1,0."),
+    topk_candidates: str = typer.Option("default", "--topk-candidates",
+                                        help="topk: candidates per stage transition, e.g. 500,none (none = keep all)."),
+    gist: bool = typer.Option(True, "--gist/--no-gist", help="topk (and the random baseline): add the coarsest level."),
+    variant: list[str] = typer.Option([], "--variant", help="Another foveate row from the same textures: "
+                                      "NAME:key=value[:key=value], e.g. cascade5:mode=topk:topk_levels=4,3,2,1,0."),
+    baselines: str = typer.Option("all", "--baselines", help="all, none, or a comma-separated subset of uniform, "
+                                  "random, query_blind, oracle, full."),
+    min_px: float = typer.Option(8.0, "--min-px", help="Text stays legible while height / scale >= this (px)."),
+    hit_threshold: float = typer.Option(0.9, "--hit-threshold", help="A hit: every box legibly covered >= this."),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", help="Evaluate a random sample of N queries."),
+    seed: int = typer.Option(0, "--seed", help="Seed for --limit and the random baseline."),
+    random_seeds: int = typer.Option(5, "--random-seeds", help="Seeds averaged for the random baseline."),
+    ocr: str = typer.Option("auto", "--ocr", help="OCR answer check: auto, on or off."),
+    ocr_budget: list[str] = typer.Option([], "--ocr-budget", help="Run the (slow) OCR check at these budgets only."),
+    group_by: list[str] = typer.Option([], "--group-by", help="Also tabulate by this metadata key (e.g. isthing)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output folder (default out/eval/<set>)."),
+    plots: bool = typer.Option(False, "--plots", help="Also write curves.png and gallery.png (needs matplotlib)."),
+    gallery: int = typer.Option(12, "--gallery", help="Worst queries shown in gallery.png."),
+    markdown: bool = typer.Option(False, "--markdown", help="Print the markdown tables (as in eval.md) to stdout."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads (selection's small matmuls "
+                                          "gain nothing from more than 1 on a loaded machine)."),
+    preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
+    max_pixels: int = MaxPixOpt, device: str = DeviceOpt,
+) -> None:
+    """Measure on annotated data whether the selected tokens cover what each query asks about, next to the
+    uniform, random, query-blind and oracle baselines at the same budget(s).  Writes eval.json (every
+    per-query record) and eval.md."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .errors import DatasetError
+    from .evaluation import (BASELINES, EvalConfig, load_pyplot, parse_select_value, parse_variant, print_tables,
+                             run_eval, write_outputs)
+
+    knobs = {"mode": mode, "area_exponent": str(area_exponent), "min_level": str(min_level),
+             "topk_levels": topk_levels, "topk_candidates": topk_candidates, "gist": str(gist)}
+    sel = SelectConfig(**{k: parse_select_value(k, v) for k, v in knobs.items()})
+    config = EvalConfig(
+        budgets=_int_list(budget, "--budget"), encode=_encode_config(preset, patch_size, max_levels, max_pixels),
+        select=sel, variants=tuple(parse_variant(v, sel) for v in variant),
+        baselines=BASELINES if baselines == "all" else tuple(b.strip() for b in baselines.split(",")
+                                                              if b.strip() and baselines != "none"), min_px=min_px,
+        hit_threshold=hit_threshold, random_seeds=random_seeds, seed=seed, limit=limit, ocr=ocr,
+        ocr_budgets=_int_list(ocr_budget, "--ocr-budget") if ocr_budget else None, device=device)
+    if threads is not None:
+        import torch
+
+        if threads < 1:
+            raise FoveateError("--threads must be at least 1")
+        torch.set_num_threads(threads)
+    if plots:
+        load_pyplot()  # fail now, not after the run
+    with Progress(TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err,
+                  transient=True, disable=not err.is_terminal) as bar:
+        task = bar.add_task("eval", total=None)
+        result = run_eval(data_dir, config, progress=lambda done, total: bar.update(task, completed=done, total=total))
+    if not result.records:
+        for p in result.problems[:20]:
+            err.print(str(p), highlight=False, markup=False)
+        raise DatasetError(f"nothing to evaluate in {data_dir}: {result.counts.get('problems', 0)} problems, "
+                           "no valid query (see above)")
+    print_tables(result, out, group_by)
+    written = write_outputs(result, output or Path("out") / "eval" / data_dir.resolve().name, plots=plots,
+                            gallery=gallery, group_by=group_by)
+    if markdown:
+        print(written["markdown"].read_text())
+    out.print("wrote " + ", ".join(str(p) for p in written.values()), highlight=False)
 
 
 def main() -> None:

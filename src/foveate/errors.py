@@ -46,5 +46,13 @@ class TextureFormatError(FoveateError):
     """A saved texture is corrupt, truncated, or written by another format version."""
 
 
+class DatasetError(FoveateError):
+    """An evaluation data set that cannot be read at all (no folder, no queries.jsonl, nothing valid in it)."""
+
+
 class DeviceError(FoveateError):
     """The requested device is unknown or not available."""
+
+
+class StoreError(FoveateError):
+    """The texture store cannot be opened or written (not a store, locked too long, entry above the cap)."""

@@ -114,6 +114,9 @@ def _from_bytes(data: bytes, name: str, max_pixels: int) -> np.ndarray:
         except Image.DecompressionBombError as exc:
             raise ImageTooLargeError(f"{name}: the image is too large to decode safely ({_reason(exc)}); the "
                                      f"limit is {max_pixels:,} pixels") from exc
+        except Image.UnidentifiedImageError as exc:
+            raise ImageDecodeError(f"{name}: not a readable image (unknown or unsupported format; expected PNG, "
+                                   "JPEG, WebP, TIFF, BMP, ...)") from exc
         except _DECODE_ERRORS as exc:
             raise ImageDecodeError(f"{name}: not a readable image ({_reason(exc)})") from exc
         _check_pixels(im.size[0], im.size[1], max_pixels, name)

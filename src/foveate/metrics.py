@@ -1,13 +1,15 @@
 """Does a token selection cover what the query asks about?  Exact, area-based metrics on source pixels.
 
-A selection is described by its token boxes (K, 4) and levels (K,), so the same functions score foveate and
-any baseline.  For one query with ground-truth boxes G:
+A selection is described by its token boxes (K, 4) and levels (K,) -- or, for a token grid that is not a
+pyramid level (the *uniform* baseline: the whole image resized to fit the budget), per-token scales: source
+pixels per token pixel, ``2**level`` for a pyramid token -- so the same functions score foveate and any
+baseline.  For one query with ground-truth boxes G:
 
 * **coverage** -- the fraction of G's area (the union of its boxes) inside any selected token, whatever its
   level;
 * **legible coverage** -- per box, the fraction inside tokens fine enough to keep its content readable (a
-  token at level l keeps text of height h readable when ``h / 2**l >= min_px``, default 8 px), averaged over
-  the boxes weighted by their area;
+  token of scale s keeps text of height h readable when ``h / s >= min_px``, default 8 px; at level l,
+  s = 2**l), averaged over the boxes weighted by their area;
 * **hit** -- every ground-truth box has legible coverage >= ``hit_threshold`` (default 0.9).
 
 Boxes are ``[x0, y0, x1, y1]`` in pixels (x1, y1 exclusive), clipped to the image; degenerate boxes (zero
@@ -81,6 +83,10 @@ def _union_covered_fraction(gts: np.ndarray, tokens: np.ndarray) -> float:
     """Fraction of the union of ``gts`` covered by the union of ``tokens`` (exact, on the coordinate grid)."""
     if len(gts) == 0:
         return 0.0
+    if len(tokens):  # only tokens that touch some box matter (keeps the grid small)
+        hits = ((tokens[:, None, 0] < gts[None, :, 2]) & (tokens[:, None, 2] > gts[None, :, 0])
+                & (tokens[:, None, 1] < gts[None, :, 3]) & (tokens[:, None, 3] > gts[None, :, 1])).any(1)
+        tokens = tokens[hits]
     xs = np.unique(np.concatenate([gts[:, 0], gts[:, 2]] + ([tokens[:, 0], tokens[:, 2]] if len(tokens) else [])))
     ys = np.unique(np.concatenate([gts[:, 1], gts[:, 3]] + ([tokens[:, 1], tokens[:, 3]] if len(tokens) else [])))
 
@@ -99,19 +105,28 @@ def _union_covered_fraction(gts: np.ndarray, tokens: np.ndarray) -> float:
     return float((cell * covered).sum() / total)
 
 
-def query_metrics(token_boxes: np.ndarray, token_levels: np.ndarray, gt_boxes, image_size: tuple[int, int],
+def query_metrics(token_boxes: np.ndarray, token_levels: np.ndarray | None, gt_boxes, image_size: tuple[int, int],
                   text_heights=None, min_px: float = DEFAULT_MIN_PX,
-                  hit_threshold: float = DEFAULT_HIT_THRESHOLD) -> QueryMetrics:
+                  hit_threshold: float = DEFAULT_HIT_THRESHOLD, token_scales=None) -> QueryMetrics:
     """Coverage, legible coverage and hit of one selection against one query's ground truth.
 
     Args:
-        token_boxes: (K, 4) selected token boxes in source pixels.  token_levels: (K,) their levels.
+        token_boxes: (K, 4) selected token boxes in source pixels.  token_levels: (K,) their pyramid levels.
         gt_boxes: (N, 4) ground-truth boxes.
         image_size: (H, W).
         text_heights: per GT box, the height of its text (e.g. FUNSD's line height); default: the box height.
+        token_scales: (K,) source pixels per token pixel, instead of ``token_levels`` (level l = scale 2**l);
+            for token grids that are not pyramid levels, e.g. an image resized by 2.4 to fit a budget.
     """
     tok = clip_boxes(token_boxes, image_size)
-    lv = np.asarray(token_levels, np.int64).reshape(-1)
+    if token_scales is None:
+        if token_levels is None:
+            raise ValueError("give token_levels or token_scales")
+        scales = np.exp2(np.asarray(token_levels, np.float64).reshape(-1))
+    else:
+        scales = np.asarray(token_scales, np.float64).reshape(-1)
+    if len(scales) != len(tok):
+        raise ValueError(f"{len(scales)} token levels/scales for {len(tok)} token boxes")
     raw = np.asarray(gt_boxes, np.float64).reshape(-1, 4)
     heights = raw[:, 3] - raw[:, 1] if text_heights is None else np.asarray(text_heights, np.float64).reshape(-1)
     if len(heights) != len(raw):
@@ -126,7 +141,8 @@ def query_metrics(token_boxes: np.ndarray, token_levels: np.ndarray, gt_boxes, i
     for g, h in zip(gts, heights):
         lmax = legible_level(float(h), min_px)
         cov = _covered_fraction(g, tok)
-        leg = _covered_fraction(g, tok[lv <= lmax]) if lmax >= 0 else 0.0
+        sharp = float(h) / scales >= min_px * (1.0 - 1e-9)  # h / s >= min_px (levels: the same as l <= lmax)
+        leg = _covered_fraction(g, tok[sharp]) if sharp.any() else 0.0
         a = (g[2] - g[0]) * (g[3] - g[1])
         leg_area += leg * a
         area_sum += a

@@ -109,18 +109,15 @@ class Selection:
             "notes": list(self.notes),
             "explain": self.explain,
             "evidence": self.evidence,
+            # built from .tolist() columns: per-element NumPy indexing made this ~5x slower (it is on the
+            # HTTP service's select path); values are the same Python ints, floats and bools
             "tokens": [
-                {
-                    "level": int(self.levels[i]),
-                    "row": int(self.rows[i]),
-                    "col": int(self.cols[i]),
-                    "box": [int(v) for v in self.boxes[i]],
-                    "center": [round(float(v), 6) for v in self.centers[i]],
-                    "grid": [int(v) for v in self.grid[i]],
-                    "score": round(float(self.scores[i]), 5),
-                    "gist": bool(self.gist[i]),
-                }
-                for i in range(len(self))
+                {"level": lvl, "row": r, "col": c, "box": box, "center": [round(x, 6), round(y, 6)], "grid": grid,
+                 "score": round(score, 5), "gist": gist}
+                for lvl, r, c, box, (x, y), grid, score, gist in zip(
+                    self.levels.tolist(), self.rows.tolist(), self.cols.tolist(), self.boxes.tolist(),
+                    self.centers.astype(np.float64).tolist(), self.grid.tolist(),
+                    self.scores.astype(np.float64).tolist(), self.gist.tolist())
             ],
         }
 
@@ -165,13 +162,10 @@ def score_texture(texture: Texture, query: Query, scorer: Scorer | None = None) 
     scorer = scorer or default_scorer(texture.channels, feats.device)
     qm = query_maps(texture, query)
     flat_q = qm.flat(texture, feats.device)
-    with torch.inference_mode():
-        score, need = scorer(feats, flat_q, qm.names)
-        bound = scorer.bound(feats, flat_q, qm.names)
+    score, need, bound = scorer.evaluate(feats, flat_q, qm.names)
     shapes = texture.level_shapes
 
-    def per_level(t: torch.Tensor) -> list[np.ndarray]:
-        a = t.float().cpu().numpy()
+    def per_level(a: np.ndarray) -> list[np.ndarray]:
         return [a[offsets[i] : offsets[i + 1]].reshape(shapes[i]) for i in range(len(shapes))]
 
     return Scores(per_level(score), per_level(need), per_level(bound), list(qm.notes), feats, flat_q,
@@ -296,6 +290,16 @@ def topk_select(score: list[np.ndarray], k: int, stage_levels: tuple[int, ...],
     return [(0, int(cand[j, 0]), int(cand[j, 1])) for j in order]
 
 
+def gist_cover(shapes: list[tuple[int, int]], budget: int) -> list[tuple[int, int, int]]:
+    """The top-k gist: every tile of the coarsest level, or ``[]`` when there is a single level or those
+    tiles leave no room for a level-0 token in ``budget``."""
+    top = len(shapes) - 1
+    gh, gw = shapes[top]
+    if top == 0 or gh * gw >= budget:
+        return []
+    return [(top, r, c) for r in range(gh) for c in range(gw)]
+
+
 # ----------------------------------------------------------------------------------------------------------
 # Token cut and geometry
 
@@ -384,13 +388,10 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
         cands = cfg.topk_candidates
         if cands is not None and len(stage_levels) != len(cfg.topk_levels):
             cands = cands[len(cfg.topk_levels) - len(stage_levels):]  # coarse stages collapsed by clamping
-        gist_tiles: list[tuple[int, int, int]] = []
-        if cfg.gist and n_levels > 1:
+        gist_tiles = gist_cover(shapes, cfg.budget) if cfg.gist else []
+        if cfg.gist and not gist_tiles and n_levels > 1:
             gh, gw = shapes[-1]
-            if gh * gw < cfg.budget:
-                gist_tiles = [(n_levels - 1, r, c) for r in range(gh) for c in range(gw)]
-            else:
-                notes.append(f"no gist: the coarsest level's {gh * gw} tiles do not fit in budget {cfg.budget}")
+            notes.append(f"no gist: the coarsest level's {gh * gw} tiles do not fit in budget {cfg.budget}")
         k = min(cfg.budget - len(gist_tiles), shapes[0][0] * shapes[0][1])
         tiles = gist_tiles + topk_select(sc.score, k, stage_levels, cands, rank=sc.bound)
         gist = np.array([True] * len(gist_tiles) + [False] * k, bool)

@@ -1,0 +1,114 @@
+"""Run ``foveate serve`` as a real subprocess on a free loopback port (tests and ``foveate bench-serve``).
+
+    with ServerProcess(store=tmp / "store", preset="fast") as srv:
+        httpx.get(srv.url + "/healthz")
+        srv.rss_bytes()                      # the server's resident memory
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ServerProcess:
+    """``foveate serve`` in a subprocess; started on ``__enter__`` (waits for ``/healthz``), always stopped on
+    ``__exit__``.  ``args`` are extra CLI flags; ``env`` extra environment variables."""
+
+    def __init__(self, store: str | os.PathLike, preset: str | None = "fast", args: tuple[str, ...] = (),
+                 env: dict[str, str] | None = None, startup_timeout: float = 120.0) -> None:
+        self.store = Path(store)
+        self.preset = preset
+        self.args = tuple(args)
+        self.env = dict(env or {})
+        self.startup_timeout = startup_timeout
+        self.port = 0
+        self.proc: subprocess.Popen | None = None
+        self.log_path = Path(tempfile.mkstemp(prefix="foveate-serve-", suffix=".log")[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> ServerProcess:
+        import httpx
+
+        self.port = free_port()
+        cmd = [sys.executable, "-m", "foveate.cli", "serve", "--host", "127.0.0.1", "--port", str(self.port),
+               "--store", str(self.store), "--log-level", "warning", *self.args]
+        if self.preset is not None:
+            cmd += ["--preset", self.preset]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FOVEATE_")}
+        env.update(self.env)
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"foveate serve exited with code {self.proc.returncode}:\n{self.log()}")
+            try:
+                if httpx.get(self.url + "/healthz", timeout=2.0).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"foveate serve did not answer /healthz within {self.startup_timeout:g} s:\n{self.log()}")
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-4000:]
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown handlers, no flushing -- a crash."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # its process group: encode workers die with it
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def rss_bytes(self) -> int | None:
+        """Resident memory of the server process (Linux /proc), or None where unavailable."""
+        try:
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        except (OSError, AttributeError):
+            return None
+        return None
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time (user + system) the server process has used so far (Linux /proc), or None."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, AttributeError, IndexError, ValueError):
+            return None
+
+    def __enter__(self) -> ServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+        self.log_path.unlink(missing_ok=True)

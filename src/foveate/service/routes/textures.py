@@ -1,0 +1,237 @@
+"""``/v1/textures``: upload (encode once), info, delete, and per query: select, overlay, mosaic, tokens, crops."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from typing import Annotated, Optional
+
+import cv2
+import numpy as np
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+
+from ...config import DEFAULT_BUDGET
+from ...scoring import MAX_QUERY_CHARS
+from ...errors import ImageDecodeError, QueryError, UnsupportedInputError
+from ...selection import Selection, select
+from ...store import StoreEntry
+from ..app import TextureNotFound
+from ..schemas import MAX_BUDGET, MAX_PROMPTS, TEXTURE_ID_PATTERN, CropsOut, Error, Mode, SelectIn, SelectionOut, TextureOut
+
+router = APIRouter(prefix="/v1/textures", tags=["textures"])
+
+TextureId = Annotated[str, Path(pattern=TEXTURE_ID_PATTERN, description="A texture id from POST /v1/textures.")]
+
+ERRORS = {401: {"model": Error, "description": "Missing or wrong API key."},
+          404: {"model": Error, "description": "No such texture (upload the image first)."},
+          422: {"model": Error, "description": "Invalid query, budget or parameters."},
+          504: {"model": Error, "description": "The request took longer than the server's timeout."}}
+PNG = {200: {"content": {"image/png": {}}, "description": "A PNG image."}}
+
+UPLOAD_BODY = {"requestBody": {"required": True, "content": {
+    "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+    "image/*": {"schema": {"type": "string", "format": "binary"}},
+    "multipart/form-data": {"schema": {"type": "object", "required": ["file"],
+                                       "properties": {"file": {"type": "string", "format": "binary"}}}},
+}}}
+
+
+def _engine(request: Request):
+    return request.app.state.engine
+
+
+def texture_out(entry: StoreEntry, created: bool | None = None) -> TextureOut:
+    return TextureOut(id=entry.id, created=created, width=entry.width, height=entry.height,
+                      channels=list(entry.channels), absent=list(entry.absent), levels=entry.levels,
+                      preset=entry.preset, config_hash=entry.config_hash, content_hash=entry.content_hash,
+                      bytes=entry.size, encode_ms=round(entry.encode_ms, 3))
+
+
+async def _image_bytes(request: Request) -> bytes:
+    """The uploaded image: a multipart form's ``file`` field, or the raw body."""
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype == "multipart/form-data":
+        form = await request.form(max_files=1, max_fields=8)
+        file = form.get("file")
+        if not isinstance(file, UploadFile):
+            raise UnsupportedInputError("a multipart upload needs the image in a file field named 'file' "
+                                        "(curl -F file=@image.png ...)")
+        data = await file.read()
+    elif ctype in ("application/json", "application/x-www-form-urlencoded", "text/plain"):
+        raise UnsupportedInputError(f"send the image itself (raw bytes or multipart field 'file'), not {ctype}; "
+                                    "this server does not fetch URLs")
+    else:
+        data = await request.body()
+    if not data:
+        raise ImageDecodeError("the upload is empty: send the image bytes as the body or as multipart field 'file'")
+    return data
+
+
+@router.post("", status_code=201, response_model=TextureOut, openapi_extra=UPLOAD_BODY,
+             summary="Upload an image; encode it unless stored",
+             responses={200: {"model": TextureOut, "description": "Already stored: nothing was encoded."},
+                        201: {"description": "Encoded and stored now."},
+                        400: {"model": Error, "description": "Empty, corrupt or unreadable image."},
+                        413: {"model": Error, "description": "Upload over the size limit."},
+                        415: {"model": Error, "description": "Not an image upload."},
+                        503: {"model": Error, "description": "Encode queue full: retry after Retry-After s."},
+                        **{k: v for k, v in ERRORS.items() if k != 404}})
+async def upload(request: Request, response: Response) -> TextureOut:
+    """The image as the raw body (any image content type or application/octet-stream) or as multipart field
+    ``file``.  Idempotent: the id is the image content hash + the encode config hash, so uploading the same
+    picture again (even in another file format) answers 200 with the same id and encodes nothing; concurrent
+    uploads of one picture encode it once.  Images over the pixel limit answer 422."""
+    data = await _image_bytes(request)
+    entry, created = await _engine(request).upload(data)
+    response.status_code = 201 if created else 200
+    return texture_out(entry, created)
+
+
+@router.get("/{tid}", response_model=TextureOut, responses=ERRORS, summary="A stored texture's metadata")
+async def info(request: Request, tid: TextureId) -> TextureOut:
+    entry = _engine(request).store.entry(tid)
+    if entry is None:
+        raise TextureNotFound(tid)
+    return texture_out(entry)
+
+
+@router.delete("/{tid}", status_code=204, responses=ERRORS, summary="Remove a texture from the store")
+async def delete(request: Request, tid: TextureId) -> Response:
+    if not await run_in_threadpool(_engine(request).delete, tid):
+        raise TextureNotFound(tid)
+    return Response(status_code=204)
+
+
+# -- per query ------------------------------------------------------------------------------------------------
+
+
+def _select(request: Request, tid: str, body: SelectIn, cut: bool) -> tuple:
+    """(texture, selection) -- runs in a worker thread."""
+    tex = _engine(request).texture(tid)
+    if tex is None:
+        raise TextureNotFound(tid)
+    sel = select(tex, body.to_query(), body.budget, mode=body.mode, gist=body.gist, cut=cut, explain=body.explain)
+    return tex, sel
+
+
+@router.post("/{tid}/select", response_model=SelectionOut, responses=ERRORS, summary="Select tokens for a query")
+async def select_tokens(request: Request, tid: TextureId, body: SelectIn) -> dict:
+    """Scores the stored texture for the query and spends the budget (no encode).  Returns the selection
+    document of ``foveate select --json`` (schema: docs/selection-schema.md)."""
+    _, sel = await run_in_threadpool(_select, request, tid, body, False)
+    return sel.to_dict()
+
+
+_NUM = re.compile(r"[,\s]+")
+
+
+def _numbers(text: str, n: int, what: str) -> tuple[float, ...]:
+    try:
+        vals = tuple(float(v) for v in _NUM.split(text.strip()) if v)
+    except ValueError:
+        vals = ()
+    if len(vals) != n:
+        raise QueryError(f"{what} must be {n} numbers separated by commas, got {text[:60]!r}")
+    return vals
+
+
+def query_params(
+    text: Optional[str] = Query(None, max_length=MAX_QUERY_CHARS, description="Query text (longer queries: POST "
+                                                                              "the select body)."),
+    point: list[str] = Query([], max_length=MAX_PROMPTS, description="Positive point 'x,y' (pixels); repeatable."),
+    neg_point: list[str] = Query([], max_length=MAX_PROMPTS, description="Negative point 'x,y'; repeatable."),
+    box: list[str] = Query([], max_length=MAX_PROMPTS, description="Box 'x0,y0,x1,y1' (pixels); repeatable."),
+    budget: int = Query(DEFAULT_BUDGET, ge=1, le=MAX_BUDGET, description="Tokens to select."),
+    mode: Mode = Query("quadtree"),
+    gist: bool = Query(True, description="topk: add the whole image at the coarsest level."),
+) -> SelectIn:
+    """The query of a GET rendering, from URL parameters (the same fields as the select body)."""
+    points = [_numbers(p, 2, "point") for p in point] + [_numbers(p, 2, "neg_point") for p in neg_point]
+    try:
+        return SelectIn(text=text, points=points, point_labels=[1] * len(point) + [0] * len(neg_point),
+                        boxes=[_numbers(b, 4, "box") for b in box], budget=budget, mode=mode, gist=gist)
+    except ValidationError as exc:
+        raise QueryError(f"invalid query: {exc.errors()[0].get('msg', exc)}") from None
+
+
+QueryParams = Annotated[SelectIn, Depends(query_params)]
+
+
+def _png(rgb: np.ndarray) -> bytes:
+    ok, buf = cv2.imencode(".png", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_PNG_COMPRESSION, 3])
+    if not ok:  # pragma: no cover - OpenCV encodes any uint8 RGB array
+        raise RuntimeError("PNG encoding failed")
+    return buf.tobytes()
+
+
+@router.get("/{tid}/overlay.png", response_class=Response, responses={**PNG, **ERRORS},
+            summary="Heat map and chosen tokens over the image")
+async def overlay(request: Request, tid: TextureId, q: QueryParams) -> Response:
+    from ...render import render_overlay
+
+    def work() -> bytes:
+        tex, sel = _select(request, tid, q, cut=False)
+        return _png(render_overlay(tex.image, sel))
+
+    return Response(await run_in_threadpool(work), media_type="image/png")
+
+
+@router.get("/{tid}/mosaic.png", response_class=Response, responses={**PNG, **ERRORS},
+            summary="The image as the VLM sees it")
+async def mosaic(request: Request, tid: TextureId, q: QueryParams) -> Response:
+    from ...render import render_mosaic
+
+    def work() -> bytes:
+        tex, sel = _select(request, tid, q, cut=False)
+        return _png(render_mosaic(tex, sel))
+
+    return Response(await run_in_threadpool(work), media_type="image/png")
+
+
+@router.get("/{tid}/tokens", response_class=Response, summary="Selected tokens as safetensors",
+            responses={200: {"content": {"application/octet-stream": {}},
+                             "description": "safetensors: patches (K, 3, P, P) uint8, boxes, levels, rows, cols, "
+                                            "centers, grid, scores, gist; metadata: patch_size, image size, "
+                                            "texture_id, query."}, **ERRORS})
+async def tokens(request: Request, tid: TextureId, q: QueryParams) -> Response:
+    from safetensors.torch import save
+
+    def work() -> bytes:
+        _, sel = _select(request, tid, q, cut=True)
+        return save(sel.tensors(), metadata=_tokens_meta(sel))
+
+    return Response(await run_in_threadpool(work), media_type="application/octet-stream",
+                    headers={"Content-Disposition": 'attachment; filename="tokens.safetensors"'})
+
+
+def _tokens_meta(sel: Selection) -> dict[str, str]:
+    return {"patch_size": str(sel.patch_size), "image_width": str(sel.image_size[1]),
+            "image_height": str(sel.image_size[0]), "texture_id": sel.texture_id,
+            "query": json.dumps(sel.query.to_dict())}
+
+
+@router.get("/{tid}/crops", response_model=CropsOut, responses=ERRORS,
+            summary="The fine tokens merged into a few crops plus a thumbnail, for hosted VLM APIs")
+async def crops(request: Request, tid: TextureId, q: QueryParams,
+                max_crops: int = Query(4, ge=1, le=64, description="Merge fine tokens into at most this many crops."),
+                vlm_patch: int = Query(14, ge=1, le=1024, description="The VLM's patch size (token estimates)."),
+                images: bool = Query(True, description="Include each picture as a PNG data URL.")) -> dict:
+    from ...render import crop_images, plan_crops
+
+    def work() -> dict:
+        tex, sel = _select(request, tid, q, cut=False)
+        plan = plan_crops(sel, max_crops=max_crops, vlm_patch=vlm_patch)
+        doc = plan.to_dict()
+        if images:
+            pics = crop_images(tex.image, plan)  # thumbnail first, then the crops in plan order
+            urls = ["data:image/png;base64," + base64.b64encode(_png(arr)).decode() for _, arr in pics]
+            doc["thumbnail"]["image"] = urls[0]
+            for c, url in zip(doc["crops"], urls[1:]):
+                c["image"] = url
+        return doc
+
+    return await run_in_threadpool(work)

@@ -1,0 +1,131 @@
+"""Request and response models of the HTTP API (they make the OpenAPI schema at ``/openapi.json``)."""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..config import DEFAULT_BUDGET
+from ..scoring import Query
+
+TEXTURE_ID_PATTERN = r"^[0-9a-f]{32}-[0-9a-f]{16}$"
+MAX_PROMPTS = 64
+MAX_BUDGET = 100_000
+Mode = Literal["quadtree", "topk"]
+
+
+class Error(BaseModel):
+    """Every error: ``detail`` says what went wrong and what to do."""
+
+    detail: str
+    errors: Optional[list[dict]] = Field(None, description="Request validation errors, one per bad field.")
+
+
+class TextureOut(BaseModel):
+    id: str = Field(description="Texture id: image content hash + encode config hash. Use it in the other routes.")
+    created: Optional[bool] = Field(None, description="Upload only: true if this upload encoded it (201), false "
+                                                      "if it was already stored (200).")
+    width: int
+    height: int
+    channels: list[str]
+    absent: list[str] = Field(description="Channel groups stored as zeros (their source is not configured).")
+    levels: int
+    preset: str
+    config_hash: str
+    content_hash: str
+    bytes: int = Field(description="Size of the stored texture.")
+    encode_ms: float = Field(description="Time the encode took when the texture was made.")
+
+
+class QueryIn(BaseModel):
+    """A query: text and/or SAM-style prompts in source-image pixels.  Empty = query-blind (saliency)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: Optional[str] = Field(None, max_length=20_000, description="Free text; over 2,000 characters is "
+                                                                      "truncated, with a note.")
+    points: list[tuple[float, float]] = Field(default_factory=list, max_length=MAX_PROMPTS,
+                                              description="(x, y) pixel points.")
+    point_labels: Optional[list[Literal[0, 1]]] = Field(None, max_length=MAX_PROMPTS,
+                                                        description="Per point: 1 look here (default), 0 not here.")
+    boxes: list[tuple[float, float, float, float]] = Field(default_factory=list, max_length=MAX_PROMPTS,
+                                                           description="(x0, y0, x1, y1) pixel boxes.")
+
+    def to_query(self) -> Query:
+        return Query(text=self.text, points=tuple(self.points), point_labels=tuple(self.point_labels or ()),
+                     boxes=tuple(self.boxes))
+
+
+class SelectIn(QueryIn):
+    budget: int = Field(DEFAULT_BUDGET, ge=1, le=MAX_BUDGET, description="Tokens to select.")
+    mode: Mode = "quadtree"
+    gist: bool = Field(True, description="topk: also spend tokens on the whole image at the coarsest level.")
+    explain: bool = Field(False, description="Report which channels and query terms drove the chosen tokens.")
+
+
+class ImageSize(BaseModel):
+    width: int
+    height: int
+
+
+class TokenOut(BaseModel):
+    level: int
+    row: int
+    col: int
+    box: list[int]
+    center: list[float]
+    grid: list[int]
+    score: float
+    gist: bool
+
+
+class SelectionOut(BaseModel):
+    """``Selection.to_dict()`` (schema: docs/selection-schema.md)."""
+
+    schema_version: int
+    texture_id: str
+    image: ImageSize
+    patch_size: int
+    num_levels: int
+    mode: str
+    budget: int
+    num_tokens: int
+    num_tiles_full: int
+    query: dict
+    level_counts: dict[str, int]
+    timings_ms: dict[str, float]
+    notes: list[str]
+    explain: Optional[dict[str, float]] = None
+    tokens: list[TokenOut]
+
+
+class CropOut(BaseModel):
+    box: list[int] = Field(description="x0, y0, x1, y1 in source pixels.")
+    kind: Literal["crop", "thumbnail"]
+    width: int = Field(description="Pixels as sent.")
+    height: int
+    tokens: int = Field(description="Estimated VLM tokens: ceil(width / vlm_patch) * ceil(height / vlm_patch).")
+    image: Optional[str] = Field(None, description="The picture as a PNG data URL (omitted with images=false).")
+
+
+class CropsOut(BaseModel):
+    vlm_patch: int
+    total_tokens: int
+    full_image_tokens: int
+    saving: float
+    thumbnail: CropOut
+    crops: list[CropOut]
+    notes: list[str]
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    version: str
+    preset: str
+    pool: str
+    workers: int
+    queue: int = Field(description="Encode jobs running or waiting now.")
+    queue_capacity: int
+    store_entries: int
+    cache_entries: int

@@ -1,0 +1,136 @@
+"""Service settings: a frozen dataclass filled from ``FOVEATE_*`` environment variables and CLI flags."""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import ConfigError
+
+LOOPBACK_NAMES = ("localhost", "localhost.localdomain")
+
+
+def default_store_dir() -> Path:
+    """``$XDG_CACHE_HOME/foveate/store`` (``~/.cache/foveate/store``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "foveate" / "store"
+
+
+def _env(name: str) -> dict:
+    return {"env": name}
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    """Everything ``foveate serve`` can be told.  Each field's environment variable is in its metadata.
+
+    Attributes:
+        store: the texture store folder (shared with ``foveate encode --store`` and other servers).
+        preset: encode preset for uploads (``fast``, ``default``, ``full``).
+        host, port: where to listen.  A non-loopback host needs ``api_key`` or ``allow_public``.
+        workers: encode workers (threads or processes, see ``pool``).
+        pool: ``thread`` or ``process`` (see BENCHMARKS.md, "Encode pool").
+        queue: encode jobs that may wait beyond the running ones; more answer 503 with Retry-After.
+        max_upload_mb: larger request bodies answer 413.
+        max_pixels: larger images answer 422 (checked from the header, before decoding).
+        cache_mb: decoded textures kept in memory in front of the store (least recently used dropped first).
+        store_max_mb: cap of the store (LRU eviction); ``None`` keeps the store's saved cap, 0 removes it.
+        request_timeout: seconds before a request answers 504 (an encode it started still finishes and is stored).
+        api_key: when set, every request except ``/healthz`` needs ``Authorization: Bearer <api_key>``.
+        allow_public: listen on a non-loopback address without ``api_key`` (e.g. behind an authenticating proxy).
+        retry_after: seconds a 503 tells the client to wait.
+        torch_threads: torch intra-op threads in the server (default 1: concurrent requests and the encode
+            workers are the parallelism; per-request torch thread pools would only oversubscribe the cores).
+    """
+
+    store: Path = field(default_factory=default_store_dir, metadata=_env("FOVEATE_STORE"))
+    preset: str = field(default="default", metadata=_env("FOVEATE_PRESET"))
+    host: str = field(default="127.0.0.1", metadata=_env("FOVEATE_HOST"))
+    port: int = field(default=8000, metadata=_env("FOVEATE_PORT"))
+    workers: int = field(default=2, metadata=_env("FOVEATE_WORKERS"))
+    pool: str = field(default="thread", metadata=_env("FOVEATE_POOL"))
+    queue: int = field(default=16, metadata=_env("FOVEATE_QUEUE"))
+    max_upload_mb: float = field(default=32.0, metadata=_env("FOVEATE_MAX_UPLOAD_MB"))
+    max_pixels: int = field(default=25_000_000, metadata=_env("FOVEATE_MAX_PIXELS"))
+    cache_mb: float = field(default=512.0, metadata=_env("FOVEATE_CACHE_MB"))
+    store_max_mb: float | None = field(default=None, metadata=_env("FOVEATE_STORE_MAX_MB"))
+    request_timeout: float = field(default=60.0, metadata=_env("FOVEATE_TIMEOUT"))
+    api_key: str | None = field(default=None, repr=False, metadata=_env("FOVEATE_API_KEY"))
+    allow_public: bool = field(default=False, metadata=_env("FOVEATE_ALLOW_PUBLIC"))
+    retry_after: int = field(default=2, metadata=_env("FOVEATE_RETRY_AFTER"))
+    torch_threads: int = field(default=1, metadata=_env("FOVEATE_TORCH_THREADS"))
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "store", Path(self.store))
+        if self.pool not in ("thread", "process"):
+            raise ConfigError(f"pool must be 'thread' or 'process', got {self.pool!r}")
+        for name in ("workers", "port", "max_pixels", "retry_after", "torch_threads"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
+        for name in ("queue", "max_upload_mb", "cache_mb", "request_timeout"):
+            if getattr(self, name) < 0 or (name in ("max_upload_mb", "request_timeout") and getattr(self, name) == 0):
+                raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.api_key is not None and not self.api_key.strip():
+            object.__setattr__(self, "api_key", None)
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None, **overrides) -> ServiceSettings:
+        """Defaults, replaced by ``FOVEATE_*`` variables, replaced by ``overrides`` (CLI flags; ``None`` = unset)."""
+        environ = os.environ if environ is None else environ
+        values = {}
+        for f in dataclasses.fields(cls):
+            raw = environ.get(f.metadata["env"])
+            if raw is None or raw == "":
+                continue
+            values[f.name] = _parse(f, raw)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+    @property
+    def is_loopback(self) -> bool:
+        return is_loopback(self.host)
+
+    def check_bind(self) -> None:
+        """Refuse a non-loopback address without authentication unless ``allow_public``."""
+        if not self.is_loopback and self.api_key is None and not self.allow_public:
+            raise ConfigError(
+                f"refusing to listen on {self.host} without authentication: set FOVEATE_API_KEY (clients then "
+                "send 'Authorization: Bearer <key>'), or pass --allow-public if a proxy in front of the server "
+                "authenticates")
+
+    def public_dict(self) -> dict:
+        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "api_key"}
+        d["store"] = str(self.store)
+        d["auth"] = self.api_key is not None
+        return d
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _parse(f: dataclasses.Field, raw: str):
+    name, env = f.name, f.metadata["env"]
+    kind = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
+    try:
+        if kind.startswith("bool"):
+            if raw.lower() in ("1", "true", "yes", "on"):
+                return True
+            if raw.lower() in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(raw)
+        if kind.startswith("int"):
+            return int(raw)
+        if kind.startswith("float"):
+            return float(raw)
+        return raw
+    except ValueError:
+        raise ConfigError(f"{env}={raw!r} is not a valid {kind.split(' ')[0]} for {name}") from None

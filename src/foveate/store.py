@@ -1,0 +1,561 @@
+"""The texture store: encoded textures persisted on disk and shared by threads and processes.
+
+A store is a folder holding one SQLite database, ``textures.sqlite``, in WAL mode.  Every texture is one row:
+its ``.fvt`` bytes (``Texture.to_bytes``) as a blob, their SHA-256, and the metadata ``ls`` and the service
+show without reading the blob.  Why SQLite and not LMDB or one file per texture: BENCHMARKS.md ("Store"),
+measured by ``foveate store bench``.
+
+    store = TextureStore("textures/", max_bytes=2 << 30)
+    entry, created = store.put(foveate.encode("page.png"))
+    tex = store.get(entry.id)          # None when absent (or found corrupt and dropped)
+
+Guarantees:
+
+* **content-addressed**: the key is (image content hash, ``EncodeConfig.hash()``, ``FORMAT_VERSION``); the
+  public id is ``Texture.id`` (content hash + config hash) and only entries of this format version are served.
+* **atomic**: a put (insert + evictions) is one transaction.  A process killed mid-write leaves the store as
+  before the put; SQLite rolls the partial transaction back when the store is next opened.
+* **concurrent**: any number of reader and writer threads and processes.  In WAL mode readers never block and
+  are never blocked; writers take turns on a lock and wait up to ``timeout`` seconds for it.
+* **bounded**: ``max_bytes`` caps the sum of blob sizes; each put evicts the least recently used entries (by
+  last read or write) in its own transaction.  The cap is saved in the store, so every process honours it.
+* **verified**: every read re-hashes the blob; a mismatch (bit rot, a hand-edited file) drops the entry and
+  the read returns ``None`` -- the caller encodes again; nothing corrupt is ever served.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import torch
+
+from .errors import FoveateError, StoreError, TextureFormatError
+from .io import load_image
+from .texture import FORMAT_VERSION, Texture, content_hash, encode_array
+
+DB_NAME = "textures.sqlite"
+SCHEMA_VERSION = 1
+PAGE_SIZE = 16384
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS textures (
+    id TEXT NOT NULL,                -- Texture.id: content hash prefix + config hash
+    format_version INTEGER NOT NULL,
+    content_hash TEXT NOT NULL,
+    config_hash TEXT NOT NULL,
+    preset TEXT NOT NULL,
+    width INTEGER NOT NULL,
+    height INTEGER NOT NULL,
+    levels INTEGER NOT NULL,
+    meta TEXT NOT NULL,              -- JSON: channels, groups, absent, config
+    encode_ms REAL NOT NULL,
+    size INTEGER NOT NULL,           -- bytes of data
+    sha256 TEXT NOT NULL,            -- of data
+    created REAL NOT NULL,
+    last_access REAL NOT NULL,
+    data BLOB NOT NULL,              -- last, so reading the columns above never touches the blob's pages
+    PRIMARY KEY (content_hash, config_hash, format_version)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS textures_id ON textures (id, format_version);
+CREATE INDEX IF NOT EXISTS textures_lru ON textures (last_access);
+CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+_COLUMNS = ("id, format_version, content_hash, config_hash, preset, width, height, levels, meta, encode_ms, size, "
+            "created, last_access")
+
+
+@dataclass(frozen=True)
+class StoreEntry:
+    """One stored texture's metadata (no pixels, no features)."""
+
+    id: str
+    format_version: int
+    content_hash: str
+    config_hash: str
+    preset: str
+    width: int
+    height: int
+    levels: int
+    channels: tuple[str, ...]
+    absent: tuple[str, ...]
+    encode_ms: float
+    size: int
+    created: float
+    last_access: float
+
+    @classmethod
+    def _from_row(cls, row: tuple) -> StoreEntry:
+        meta = json.loads(row[8])
+        return cls(id=row[0], format_version=row[1], content_hash=row[2], config_hash=row[3], preset=row[4],
+                   width=row[5], height=row[6], levels=row[7], channels=tuple(meta["channels"]),
+                   absent=tuple(meta["absent"]), encode_ms=row[9], size=row[10], created=row[11],
+                   last_access=row[12])
+
+    def to_dict(self) -> dict:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+
+@dataclass
+class StoreCounters:
+    """What this process did with the store (for ``/metrics``)."""
+
+    hits: int = 0
+    misses: int = 0
+    puts: int = 0
+    duplicates: int = 0
+    evictions: int = 0
+    corrupt: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, **deltas: int) -> None:
+        with self._lock:
+            for k, v in deltas.items():
+                setattr(self, k, getattr(self, k) + v)
+
+    def to_dict(self) -> dict[str, int]:
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
+
+@dataclass
+class GcReport:
+    other_versions: int = 0
+    corrupt: int = 0
+    evicted: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+    file_bytes_before: int = 0
+    file_bytes_after: int = 0
+
+
+def texture_blob(texture: Texture) -> tuple[bytes, str]:
+    """The bytes a store keeps for ``texture`` and their SHA-256."""
+    blob = texture.to_bytes()
+    return blob, hashlib.sha256(blob).hexdigest()
+
+
+class TextureStore:
+    """A content-addressed texture store in the folder ``path`` (created if missing unless ``create=False``).
+
+    Args:
+        path: the store folder.
+        max_bytes: cap on the sum of blob sizes (LRU eviction); saved in the store.  ``None`` keeps the saved
+            cap (none for a new store); ``0`` removes it.
+        touch_interval: a read refreshes an entry's last-access time (one small write) only when it is older
+            than this many seconds, so hot entries do not turn every read into a write.
+        timeout: seconds a writer waits for the write lock before ``StoreError``.
+    """
+
+    def __init__(self, path: str | os.PathLike, max_bytes: int | None = None, *, touch_interval: float = 5.0,
+                 timeout: float = 30.0, create: bool = True) -> None:
+        self.path = Path(path)
+        self.db_path = self.path / DB_NAME
+        self.touch_interval = float(touch_interval)
+        self.timeout = float(timeout)
+        self.counters = StoreCounters()
+        self._local = threading.local()
+        self._conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
+        if self.path.exists() and not self.path.is_dir():
+            raise StoreError(f"{self.path} is a file, not a store folder; pass a folder path")
+        if not self.db_path.exists():
+            if not create:
+                raise StoreError(f"no texture store at {self.path} (no {DB_NAME}); create one with "
+                                 "`foveate encode --store DIR IMAGES...`")
+            try:
+                self.path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the store folder {self.path}: {exc.strerror or exc}") from exc
+        self._conn()  # open (and on first use create) the database now, so a bad path fails here
+        if max_bytes is not None:
+            self.set_max_bytes(max_bytes)
+
+    # -- connections ---------------------------------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        """This thread's connection (one per thread and process; a forked child opens its own)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and self._local.pid == os.getpid():
+            return conn
+        try:
+            conn = sqlite3.connect(self.db_path, timeout=self.timeout, isolation_level=None,
+                                   check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+            # 16 KiB pages (only takes effect when the file is created): a multi-MB blob is a quarter of the
+            # overflow pages, and the default WAL auto-checkpoint (1000 pages) comes every few puts, not every
+            # put (`foveate store bench`, BENCHMARKS.md: 4 KiB pages made a 3.5 MB put ~3x slower)
+            conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            conn.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: a killed process loses nothing committed
+            if mode.lower() != "wal":
+                raise StoreError(f"{self.db_path}: cannot switch to WAL mode (got {mode!r}); is the folder on a "
+                                 "network file system? Put the store on a local disk")
+            self._init_schema(conn)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.db_path} is not a usable texture store ({exc}); move it away or pass "
+                             "another folder") from exc
+        self._local.conn, self._local.pid = conn, os.getpid()
+        with self._conns_lock:
+            self._conns.append(conn)
+        return conn
+
+    def _init_schema(self, conn: sqlite3.Connection) -> None:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == SCHEMA_VERSION:
+            return
+        if version not in (0, SCHEMA_VERSION):
+            raise StoreError(f"{self.db_path} has store schema {version}; this foveate reads schema "
+                             f"{SCHEMA_VERSION}: use another folder, or move this one away")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for stmt in filter(str.strip, _SCHEMA.split(";")):
+                conn.execute(stmt)
+            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction: the write lock is taken at once (no upgrade deadlocks), committed on success,
+        rolled back on any error -- and by SQLite itself if the process dies inside it."""
+        conn = self._conn()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"{self.path}: the store stayed locked for {self.timeout:g} s ({exc}); retry, or "
+                             "raise the timeout") from exc
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close every connection this object opened (in any thread)."""
+        with self._conns_lock:
+            for conn in self._conns:
+                conn.close()
+            self._conns.clear()
+        self._local = threading.local()
+
+    def __enter__(self) -> TextureStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- settings ------------------------------------------------------------------------------------------
+    @property
+    def max_bytes(self) -> int:
+        """The cap on the sum of blob sizes (0 = none)."""
+        row = self._conn().execute("SELECT value FROM settings WHERE key = 'max_bytes'").fetchone()
+        return int(row[0]) if row else 0
+
+    def set_max_bytes(self, max_bytes: int) -> int:
+        """Save a new cap and evict down to it at once.  Returns the number of entries evicted."""
+        with self._write() as conn:
+            self._save_cap(conn, max_bytes)
+            return self._evict(conn, max_bytes)
+
+    @staticmethod
+    def _save_cap(conn: sqlite3.Connection, max_bytes: int) -> None:
+        if max_bytes < 0:
+            raise StoreError(f"the store size cap must be >= 0 bytes (0 = no cap), got {max_bytes}")
+        conn.execute("INSERT OR REPLACE INTO settings (key, value) VALUES ('max_bytes', ?)", (str(int(max_bytes)),))
+
+    # -- reads ---------------------------------------------------------------------------------------------
+    def entry(self, texture_id: str) -> StoreEntry | None:
+        """Metadata of a stored texture (reads no blob), or ``None``."""
+        row = self._conn().execute(f"SELECT {_COLUMNS} FROM textures WHERE id = ? AND format_version = ?",
+                                   (texture_id, FORMAT_VERSION)).fetchone()
+        return StoreEntry._from_row(row) if row else None
+
+    def __contains__(self, texture_id: str) -> bool:
+        return self._conn().execute("SELECT 1 FROM textures WHERE id = ? AND format_version = ?",
+                                    (texture_id, FORMAT_VERSION)).fetchone() is not None
+
+    def get_bytes(self, texture_id: str) -> bytes | None:
+        """The verified ``.fvt`` bytes of a texture, or ``None`` when absent or found corrupt (then dropped)."""
+        data = self._read(texture_id)
+        self.counters.add(hits=int(data is not None), misses=int(data is None))
+        return data
+
+    def get(self, texture_id: str, device: str | torch.device | None = "cpu") -> Texture | None:
+        """The stored texture (its bytes verified), or ``None`` when absent or found corrupt (then dropped)."""
+        data = self._read(texture_id)
+        tex = None
+        if data is not None:
+            try:
+                # the SHA-256 already proved these are the bytes written: no second hash of the pixels
+                tex = Texture.from_bytes(data, device=device, verify=False, name=f"store:{texture_id}")
+            except TextureFormatError:
+                self.delete(texture_id)
+                self.counters.add(corrupt=1)
+        self.counters.add(hits=int(tex is not None), misses=int(tex is None))
+        return tex
+
+    def _read(self, texture_id: str) -> bytes | None:
+        conn = self._conn()
+        row = conn.execute("SELECT rowid, sha256, last_access, data FROM textures WHERE id = ? AND format_version = ?",
+                           (texture_id, FORMAT_VERSION)).fetchone()
+        if row is None:
+            return None
+        rowid, digest, last_access, data = row
+        if hashlib.sha256(data).hexdigest() != digest:
+            self._drop_corrupt(rowid)
+            return None
+        now = time.time()
+        if now - last_access > self.touch_interval:
+            try:
+                conn.execute("UPDATE textures SET last_access = ? WHERE rowid = ?", (now, rowid))
+            except sqlite3.OperationalError:
+                pass  # the LRU clock is best effort: never fail a read because a writer holds the lock
+        return data
+
+    def _drop_corrupt(self, rowid: int) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM textures WHERE rowid = ?", (rowid,))
+        self.counters.add(corrupt=1)
+
+    def entries(self, order: str = "last_access") -> list[StoreEntry]:
+        """Every entry of any format version, most recently used first (``order``: last_access, size, created)."""
+        col = {"last_access": "last_access DESC", "size": "size DESC", "created": "created DESC"}.get(order)
+        if col is None:
+            raise StoreError(f"unknown order {order!r}; use last_access, size or created")
+        return [StoreEntry._from_row(r) for r in self._conn().execute(f"SELECT {_COLUMNS} FROM textures ORDER BY {col}")]
+
+    def stats(self) -> dict:
+        """Entries, blob bytes, cap, file bytes on disk, entries per format version."""
+        conn = self._conn()
+        n, total = conn.execute("SELECT COUNT(*), COALESCE(SUM(size), 0) FROM textures").fetchone()
+        versions = dict(conn.execute("SELECT format_version, COUNT(*) FROM textures GROUP BY format_version"))
+        return {"path": str(self.path), "entries": n, "bytes": total, "max_bytes": self.max_bytes,
+                "file_bytes": self.file_bytes(), "format_versions": versions, "format_version": FORMAT_VERSION,
+                "counters": self.counters.to_dict()}
+
+    def file_bytes(self) -> int:
+        """Bytes the store occupies on disk (database + WAL + shared-memory index)."""
+        return sum(p.stat().st_size for p in self.path.glob(DB_NAME + "*") if p.is_file())
+
+    def ids(self) -> Iterator[str]:
+        for (i,) in self._conn().execute("SELECT id FROM textures WHERE format_version = ?", (FORMAT_VERSION,)):
+            yield i
+
+    # -- writes --------------------------------------------------------------------------------------------
+    def put(self, texture: Texture, blob: tuple[bytes, str] | None = None) -> tuple[StoreEntry, bool]:
+        """Store ``texture`` unless an entry with its key exists.  Returns (entry, created).
+
+        ``blob`` is ``texture_blob(texture)`` when the caller already has it.  Serialising and hashing happen
+        before the write lock is taken; the insert and the evictions it causes are one transaction.
+        """
+        data, digest = blob if blob is not None else texture_blob(texture)
+        h, w = texture.image_size
+        meta = json.dumps({"channels": list(texture.channels), "absent": list(texture.absent),
+                           "groups": {k: list(v) for k, v in texture.groups.items()},
+                           "config": texture.config.to_dict()})
+        now = time.time()
+        with self._write() as conn:
+            cap = self._cap(conn)
+            if cap and len(data) > cap:
+                raise StoreError(f"texture {texture.id} is {len(data):,} bytes, above the store cap of {cap:,}; "
+                                 "raise the cap (--max-mb) or encode a smaller image")
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO textures (id, format_version, content_hash, config_hash, preset, width, "
+                "height, levels, meta, encode_ms, size, sha256, created, last_access, data) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (texture.id, FORMAT_VERSION, texture.content_hash, texture.config.hash(), texture.config.preset,
+                 w, h, texture.num_levels, meta, float(texture.timings_ms.get("total", 0.0)), len(data), digest,
+                 now, now, sqlite3.Binary(data)))
+            created = cur.rowcount == 1
+            if not created:  # already stored: a write counts as a use
+                conn.execute("UPDATE textures SET last_access = ? WHERE id = ? AND format_version = ?",
+                             (now, texture.id, FORMAT_VERSION))
+            evicted = self._evict(conn, cap, keep=texture.id) if created and cap else 0
+            row = conn.execute(f"SELECT {_COLUMNS} FROM textures WHERE id = ? AND format_version = ?",
+                               (texture.id, FORMAT_VERSION)).fetchone()
+        self.counters.add(puts=int(created), duplicates=int(not created), evictions=evicted)
+        return StoreEntry._from_row(row), created
+
+    @staticmethod
+    def _cap(conn: sqlite3.Connection) -> int:
+        row = conn.execute("SELECT value FROM settings WHERE key = 'max_bytes'").fetchone()
+        return int(row[0]) if row else 0
+
+    @staticmethod
+    def _evict(conn: sqlite3.Connection, cap: int, keep: str | None = None) -> int:
+        """Delete least recently used entries until the blobs fit in ``cap`` (inside the caller's transaction)."""
+        if not cap:
+            return 0
+        total = conn.execute("SELECT COALESCE(SUM(size), 0) FROM textures").fetchone()[0]
+        evicted = 0
+        if total <= cap:
+            return 0
+        victims = conn.execute("SELECT rowid, size, id FROM textures ORDER BY last_access ASC, rowid ASC").fetchall()
+        for rowid, size, tid in victims:
+            if total <= cap:
+                break
+            if tid == keep:
+                continue
+            conn.execute("DELETE FROM textures WHERE rowid = ?", (rowid,))
+            total -= size
+            evicted += 1
+        return evicted
+
+    def delete(self, texture_id: str) -> bool:
+        """Remove a texture (every format version of it).  Returns whether there was one."""
+        with self._write() as conn:
+            return conn.execute("DELETE FROM textures WHERE id = ?", (texture_id,)).rowcount > 0
+
+    def clear(self) -> int:
+        """Remove every entry and shrink the file.  Returns the number removed."""
+        with self._write() as conn:
+            n = conn.execute("DELETE FROM textures").rowcount
+        self._compact()
+        return n
+
+    def verify(self) -> list[str]:
+        """Re-hash every blob and drop the corrupt ones (also runs SQLite's integrity check).  Returns their ids."""
+        conn = self._conn()
+        check = conn.execute("PRAGMA quick_check").fetchone()[0]
+        if check != "ok":
+            raise StoreError(f"{self.db_path}: SQLite reports damage ({check}); copy what `foveate store ls` "
+                             "still lists and rebuild the store")
+        bad = []
+        for rowid, tid in conn.execute("SELECT rowid, id FROM textures").fetchall():
+            row = conn.execute("SELECT sha256, data FROM textures WHERE rowid = ?", (rowid,)).fetchone()
+            if row is not None and hashlib.sha256(row[1]).hexdigest() != row[0]:
+                self._drop_corrupt(rowid)
+                bad.append(tid)
+        return bad
+
+    def gc(self, verify: bool = False, max_bytes: int | None = None) -> GcReport:
+        """Drop entries of other format versions (unreadable), optionally corrupt ones (``verify``), save a new
+        cap (``max_bytes``), evict to the cap, and give freed space back to the file system."""
+        st = self.stats()
+        rep = GcReport(bytes_before=st["bytes"], file_bytes_before=st["file_bytes"])
+        with self._write() as conn:
+            if max_bytes is not None:
+                self._save_cap(conn, max_bytes)
+            rep.other_versions = conn.execute("DELETE FROM textures WHERE format_version != ?",
+                                              (FORMAT_VERSION,)).rowcount
+            rep.evicted = self._evict(conn, self._cap(conn))
+        if verify:
+            rep.corrupt = len(self.verify())
+        self._compact()
+        rep.bytes_after = self.stats()["bytes"]
+        rep.file_bytes_after = self.file_bytes()
+        return rep
+
+    def _compact(self) -> None:
+        conn = self._conn()
+        try:
+            conn.execute("VACUUM")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.OperationalError:
+            pass  # another process is busy with the store: space is reused anyway, the file shrinks next time
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Filling a store from files (``foveate encode --store DIR IMAGES...``)
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff", ".bmp", ".gif", ".ppm", ".pgm", ".jp2")
+
+
+def expand_images(paths: list[str | os.PathLike]) -> list[Path]:
+    """Files as given; folders searched recursively for image files (by suffix), sorted; duplicates dropped."""
+    out: list[Path] = []
+    seen: set[Path] = set()
+    for p in map(Path, paths):
+        found = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES) \
+            if p.is_dir() else [p]
+        for f in found:
+            key = f.resolve()
+            if key not in seen:
+                seen.add(key)
+                out.append(f)
+    return out
+
+
+@dataclass
+class IngestResult:
+    path: Path
+    status: str  # "encoded", "stored" (already there: skipped), "failed"
+    id: str | None = None
+    message: str = ""
+    encode_ms: float = 0.0
+    pixels: int = 0
+
+
+@dataclass
+class IngestSummary:
+    results: list[IngestResult]
+    seconds: float
+
+    def count(self, status: str) -> int:
+        return sum(r.status == status for r in self.results)
+
+    def to_dict(self) -> dict:
+        enc = [r for r in self.results if r.status == "encoded"]
+        return {"images": len(self.results), "encoded": len(enc), "skipped": self.count("stored"),
+                "failed": self.count("failed"), "seconds": round(self.seconds, 3),
+                "images_per_s": round(len(self.results) / self.seconds, 3) if self.seconds else None,
+                "encoded_megapixels_per_s": round(sum(r.pixels for r in enc) / 1e6 / self.seconds, 3)
+                if self.seconds else None,
+                "failures": {str(r.path): r.message for r in self.results if r.status == "failed"}}
+
+
+def _ingest_one(store: TextureStore, path: Path, config) -> IngestResult:
+    try:
+        rgb = load_image(path, max_pixels=config.max_pixels)
+        tid = f"{content_hash(rgb)[:32]}-{config.hash()}"
+        if tid in store:
+            return IngestResult(path, "stored", tid)
+        tex = encode_array(rgb, config, device="cpu")
+        store.put(tex)
+        return IngestResult(path, "encoded", tid, encode_ms=tex.timings_ms["total"],
+                            pixels=int(rgb.shape[0] * rgb.shape[1]))
+    except FoveateError as exc:
+        return IngestResult(path, "failed", message=str(exc))
+
+
+def encode_into_store(store: TextureStore, paths: list[Path], config, workers: int | None = None,
+                      on_result=None) -> IngestSummary:
+    """Decode, hash and (unless stored) encode ``paths`` into ``store`` with ``workers`` threads.
+
+    Resumable: an image whose texture is stored (same pixels, same config) is decoded and hashed but not
+    encoded again.  At most ``2 * workers`` images are in memory at once.  ``on_result(IngestResult)`` is
+    called as each finishes (progress bars).
+    """
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    workers = workers or os.cpu_count() or 1
+    results: list[IngestResult] = []
+    t0 = time.perf_counter()
+    todo = iter(paths)
+    with ThreadPoolExecutor(workers, thread_name_prefix="foveate-ingest") as pool:
+        running = set()
+        while True:
+            while len(running) < 2 * workers:
+                nxt = next(todo, None)
+                if nxt is None:
+                    break
+                running.add(pool.submit(_ingest_one, store, nxt, config))
+            if not running:
+                break
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            for f in done:
+                results.append(f.result())
+                if on_result is not None:
+                    on_result(results[-1])
+    return IngestSummary(results, time.perf_counter() - t0)
