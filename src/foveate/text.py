@@ -557,8 +557,10 @@ SEM_LOW, SEM_HIGH, SEM_MAX = 0.25, 0.60, 0.8
 #: value, or a row of table cells) and the next lines of the first one's block (a multi-line value); the lines
 #: below it, following the chain of nearest lower neighbours (up to 5: a multi-line value or a table column);
 #: a band to its right and a strip below it for values OCR could not read (handwriting, stamps, light ink).
-SPREAD = {"right": 0.9, "below": 0.8, "value continued": 0.8, "band": 0.5, "strip": 0.5}
+SPREAD = {"right": 0.9, "below": 0.8, "value continued": 0.9, "band": 0.5, "strip": 0.5}
 RIGHT_STEPS, BELOW_STEPS, BLOCK_STEPS, RIGHT_DECAY, BELOW_DECAY = 3, 5, 3, 0.9, 0.85
+#: Line boxes are painted grown by this fraction of their height on every side.
+PAD = 0.25
 #: The band reaches this many line heights to the right (at most to the page edge); the strip 2.5 heights down.
 BAND_HEIGHTS, STRIP_HEIGHTS = 12.0, 2.5
 
@@ -647,6 +649,9 @@ def relevance_map(index: TextIndex, m: LineMatch) -> np.ndarray:
                 parts.append((rel, j, tuple(index.boxes[j]), val))
                 j, val = int(nxt[j]), val * decay
         for rel, j, box, val in parts:
+            if rel not in ("band", "strip"):  # OCR boxes hug the ink: pad them (ascenders, underlines, margins)
+                pad = PAD * (box[3] - box[1])
+                box = (box[0] - pad, box[1] - pad, box[2] + pad, box[3] + pad)
             boxes.append(box)
             values.append(val)
             if rel not in ("band", "strip"):
