@@ -5,10 +5,11 @@ A :class:`ChannelGroup` names its channels, says how expensive it is, and has a 
 its source is not configured (no video, no semantic model, no caller map); such a group is then stored as
 zeros and reported in ``Texture.absent``.  Adding a group is one function and one :func:`register_group` call.
 
-The ``full`` preset is the 40-channel layout of DESIGN.md, in its order::
+The ``full`` preset is the 40-channel layout of DESIGN.md, in its order, with the text density beside the
+text mask (41 channels)::
 
     0-2 rgb | 3-4 edges | 5-6 frequency | 7 motion | 8 saliency | 9-11 position | 12-14 clusters |
-    15-17 temporal | 18-33 semantic | 34 distance | 35-37 attention | 38 boundaries | 39 text
+    15-17 temporal | 18-33 semantic | 34 distance | 35-37 attention | 38 boundaries | 39-40 text
 """
 
 from __future__ import annotations

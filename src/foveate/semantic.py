@@ -235,8 +235,8 @@ def _semantic_group(ctx: EncodeContext) -> np.ndarray | None:
     t2 = time.perf_counter()
     gh, gw = ctx.grid
     d = dense.shape[-1]
-    flat = dense.reshape(dense.shape[0], dense.shape[1], d)
-    grid = np.concatenate([cv2.resize(np.ascontiguousarray(flat[..., i:i + 4]), (gw, gh), interpolation=cv2.INTER_LINEAR)
+    # bilinear resampling of the patch map onto the tile grid, 4 channels per call (OpenCV's fast path)
+    grid = np.concatenate([cv2.resize(np.ascontiguousarray(dense[..., i:i + 4]), (gw, gh), interpolation=cv2.INTER_LINEAR)
                            .reshape(gh, gw, -1) for i in range(0, d, 4)], axis=-1)  # (gh, gw, D)
     pca = fit_pca(grid.reshape(-1, d))
     coef = (grid.reshape(-1, d) - pca.mean) @ pca.basis  # (gh*gw, 16)

@@ -535,8 +535,9 @@ def text_index(texture: Texture) -> TextIndex | None:
         boxes = np.array([ln.box for ln in lines], np.float64).reshape(-1, 4)
         h, w = texture.image_size
         right, below, cont = layout_neighbours(boxes, w)
-        idx = TextIndex(lines, boxes, emb, words, [fold(w) for w in words], np.array(owner, np.int64), ["".join(tokenize(ln.text)) for ln in lines],
-                        right, below, cont, texture.level_shapes[0], texture.patch_size, (h, w))
+        idx = TextIndex(lines, boxes, emb, words, [fold(w) for w in words], np.array(owner, np.int64),
+                        ["".join(tokenize(ln.text)) for ln in lines], right, below, cont, texture.level_shapes[0],
+                        texture.patch_size, (h, w))
         texture._cache["text_index"] = idx
     return idx
 
@@ -577,11 +578,15 @@ class LineMatch:
 
 
 def lexical_scores(index: TextIndex, qt: QueryText) -> np.ndarray:
-    """(N,) lexical score per line: the share of the query's content tokens found in the line (best fuzzy word
-    per token, tokens weighted by their length times their rarity on the page, ``log(1 + N / (1 + lines with
-    it))``, so the word that tells two similar labels apart counts), times a mild preference for lines that are mostly the match
-    (a label rather than a sentence mentioning it), or the quoted phrase's fuzzy occurrence (counted from 0.8
-    up, with the same preference), whichever is higher."""
+    """(N,) lexical score per line, the higher of:
+
+    * the share of the query's content tokens found in the line (best fuzzy word per token; tokens weighted by
+      their length times their rarity on the page, ``log(1 + N / (1 + lines holding it))``, so the word that
+      tells two similar labels apart counts),
+    * the quoted phrase's fuzzy occurrence in the line (counted from 0.8 up),
+
+    each times ``0.8 + 0.2 * (matched characters / line characters)``: a mild preference for a line that is
+    mostly the match (a label) over a sentence that mentions it."""
     n = len(index.lines)
     lex = np.zeros(n, np.float32)
     if n == 0:
@@ -625,8 +630,9 @@ def relevance_map(index: TextIndex, m: LineMatch) -> np.ndarray:
     """Paint the matched lines and where their values sit on the level-0 grid: (gh, gw) float32 in [0, 1].
 
     Per matched line with painted value v (:func:`paint_values`): the line (v); the lines to its right on the
-    same row (0.9 v, then x0.9 per step), the first of them with the rest of its block (x0.9 per line); the
-    chain of lines below it (0.8 v, then x0.85 per step); a band to its right and a strip below it (0.5 v).
+    same row (0.9 v, then x0.9 per step), and the lines continuing the first one's block (0.9 v, x0.9 per
+    line); the chain of lines below it (0.8 v, then x0.85 per step); a band to its right and a strip below it
+    (0.5 v).  Line boxes are grown by :data:`PAD` of their height.
     """
     vals = paint_values(m.score)
     h_img, w_img = index.image_size
