@@ -99,6 +99,7 @@ class OcrLine:
 
 
 _ENGINE_LOCK = threading.Lock()
+_RECENT_LOCK = threading.Lock()
 
 
 @functools.lru_cache(maxsize=1)
@@ -679,9 +680,10 @@ def text_query_map(texture: Texture, query: Query, notes: list) -> np.ndarray | 
         return np.zeros(index.grid, np.float32)
     m = match_lines(index, query.text)
     out = relevance_map(index, m)
-    index.recent[query.text] = m
-    while len(index.recent) > 8:
-        index.recent.popitem(last=False)
+    with _RECENT_LOCK:  # selects may run in several threads (the service)
+        index.recent[query.text] = m
+        while len(index.recent) > 8:
+            index.recent.popitem(last=False)
     if not m.painted:
         i = int(np.argmax(m.score)) if len(m.score) else 0
         notes.append(f"no OCR line matches the query text (closest: {index.lines[i].text[:60]!r}, score "
