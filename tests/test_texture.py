@@ -40,10 +40,11 @@ def test_presets_and_full_layout(photo_texture, photo):
     assert set(fast.groups) < set(default.groups) <= set(photo_texture.groups)
     assert {"clusters", "boundaries"} <= set(default.groups) - set(fast.groups)
     full = photo_texture
-    assert len(full.channels) == 40
+    assert len(full.channels) == 41  # DESIGN.md's 40, with text_density beside the text mask (channel 39)
     expect = {"rgb": (0, 3), "edges": (3, 5), "frequency": (5, 7), "motion": (7, 8), "saliency": (8, 9),
               "position": (9, 12), "clusters": (12, 15), "temporal": (15, 18), "semantic": (18, 34),
-              "distance": (34, 35), "attention": (35, 38), "boundaries": (38, 39), "text": (39, 40)}
+              "distance": (34, 35), "attention": (35, 38), "boundaries": (38, 39), "text": (39, 41)}
+    assert full.channels[39:] == ("text", "text_density")
     for name, sl in expect.items():
         assert full.groups[name] == sl, name
     assert {"semantic", "attention", "temporal"} <= set(full.absent)

@@ -26,6 +26,7 @@ from .scoring import Query, Scorer
 from .selection import Selection, select
 from .texture import Texture, encode
 from .video import FrameReader, VideoConfig, VideoPredictor, VideoState, read_frames
+from . import emphasis, semantic, text  # noqa: F401  (register the text and semantic groups and query terms)
 
 __version__ = "0.1.0"
 

@@ -5,10 +5,11 @@ A :class:`ChannelGroup` names its channels, says how expensive it is, and has a 
 its source is not configured (no video, no semantic model, no caller map); such a group is then stored as
 zeros and reported in ``Texture.absent``.  Adding a group is one function and one :func:`register_group` call.
 
-The ``full`` preset is the 40-channel layout of DESIGN.md, in its order::
+The ``full`` preset is the 40-channel layout of DESIGN.md, in its order, with the text density beside the
+text mask (41 channels)::
 
     0-2 rgb | 3-4 edges | 5-6 frequency | 7 motion | 8 saliency | 9-11 position | 12-14 clusters |
-    15-17 temporal | 18-33 semantic | 34 distance | 35-37 attention | 38 boundaries | 39 text
+    15-17 temporal | 18-33 semantic | 34 distance | 35-37 attention | 38 boundaries | 39-40 text
 """
 
 from __future__ import annotations
@@ -257,15 +258,13 @@ register_group(ChannelGroup("clusters", ("cluster_id", "cluster_dist", "cluster_
                             "SLIC superpixel (~50): id, distance from its centroid, its size"))
 register_group(ChannelGroup("temporal", ("prev_relevance", "prev_saliency", "fixations"), _temporal, "low",
                             "previous relevance and saliency warped by optical flow, fixation history (video)"))
-register_group(ChannelGroup("semantic", tuple(f"sem{i:02d}" for i in range(16)), _absent, "high",
-                            "dense image-text embedding per tile, PCA to 16 dims (needs an image-text model)"))
 register_group(ChannelGroup("distance", ("edge_distance",), _distance, "low",
                             "distance to the nearest edge, d/(d+P)"))
 register_group(ChannelGroup("attention", ("attn_vlm", "attn_accum", "gaze"), _absent, "free",
                             "caller-supplied maps (Texture.attach): VLM attention, accumulated attention, gaze"))
 register_group(ChannelGroup("boundaries", ("boundaries",), _boundaries, "low",
                             "superpixel boundaries weighted by colour contrast (object-boundary proxy)"))
-register_group(ChannelGroup("text", ("text",), _absent, "high", "OCR text regions (needs the OCR group)"))
+# "semantic" and "text" register themselves from foveate.semantic and foveate.text (imported by the package).
 
 
 def run_groups(ctx: EncodeContext, names: tuple[str, ...]) -> tuple[np.ndarray, list[str], dict, tuple[str, ...]]:

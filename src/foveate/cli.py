@@ -33,10 +33,33 @@ PatchOpt = typer.Option(16, "--patch-size", help="Tile / token side P in pixels.
 LevelsOpt = typer.Option(5, "--max-levels", help="Pyramid levels (0..N-1); fewer for small images.")
 MaxPixOpt = typer.Option(DEFAULT_MAX_PIXELS, "--max-pixels", help="Refuse images with more pixels than this.")
 DeviceOpt = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N.")
+SemanticOpt = typer.Option(None, "--semantic-model",
+                           help="Local CLIP checkpoint directory (or an id already in the model cache) for the "
+                                "semantic channels; adds the semantic group.  Default: $FOVEATE_SEMANTIC_MODEL.")
 
 
-def _encode_config(preset: str, patch_size: int, max_levels: int, max_pixels: int) -> EncodeConfig:
-    return EncodeConfig(preset=preset, patch_size=patch_size, max_levels=max_levels, max_pixels=max_pixels)
+def _encode_config(preset: str, patch_size: int, max_levels: int, max_pixels: int,
+                   semantic_model: Optional[str] = None) -> EncodeConfig:
+    cfg = EncodeConfig(preset=preset, patch_size=patch_size, max_levels=max_levels, max_pixels=max_pixels)
+    if semantic_model:
+        from .channels import resolve_groups
+
+        groups = resolve_groups(cfg)
+        cfg = EncodeConfig(preset=preset, groups=groups + ("semantic",) * ("semantic" not in groups),
+                           patch_size=patch_size, max_levels=max_levels, max_pixels=max_pixels,
+                           options={"semantic_model": semantic_model})
+    return cfg
+
+
+_SAID: set[str] = set()
+
+
+def _say_absent_once(tex) -> None:
+    """Say once per command that the semantic channels are absent (no model configured): nothing fakes them."""
+    if "semantic" in tex.absent and "semantic" not in _SAID:
+        _SAID.add("semantic")
+        err.print("note: the semantic channels are absent (zeros): no image-text model is configured "
+                  "(--semantic-model DIR or $FOVEATE_SEMANTIC_MODEL); text queries use OCR only", highlight=False)
 
 
 def _resolve_input(path: str) -> Path:
@@ -99,13 +122,13 @@ def encode(
     workers: int = typer.Option(0, "--workers", "-w", help="--store: parallel decode + encode threads "
                                                             "(0 = one per CPU core)."),
     preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
-    max_pixels: int = MaxPixOpt, device: str = DeviceOpt,
+    max_pixels: int = MaxPixOpt, device: str = DeviceOpt, semantic_model: Optional[str] = SemanticOpt,
 ) -> None:
     """Encode image(s) once into texture file(s) (.fvt), or into a texture store (--store), that
     `foveate select` and `foveate serve` answer queries from."""
     from .texture import encode as encode_image
 
-    config = _encode_config(preset, patch_size, max_levels, max_pixels)
+    config = _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model)
     if store is not None:
         if output is not None:
             raise FoveateError("pass either --store DIR or -o/--output, not both")
@@ -134,6 +157,7 @@ def encode(
                 failed += 1
                 progress.advance(task)
                 continue
+            _say_absent_once(tex)
             dest.parent.mkdir(parents=True, exist_ok=True)
             tex.save(dest)
             out.print(f"{path} -> {dest}  ({tex.timings_ms['total']:.0f} ms, {len(tex.channels)} channels, "
@@ -159,7 +183,7 @@ def select(
     explain: bool = typer.Option(False, "--explain", help="Show which signals drove the chosen tokens."),
     json_out: bool = typer.Option(False, "--json", help="Print the selection JSON to stdout instead of a table."),
     preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
-    max_pixels: int = MaxPixOpt, device: str = DeviceOpt,
+    max_pixels: int = MaxPixOpt, device: str = DeviceOpt, semantic_model: Optional[str] = SemanticOpt,
 ) -> None:
     """Select tokens for one or more queries and write selection.json, overlay.png, mosaic.png,
     tokens.safetensors and crops/ per query.  A saved .fvt is not encoded again."""
@@ -175,10 +199,12 @@ def select(
     boxes = [_parse_numbers(b, 4, "--box") for b in box]
     texts: list[Optional[str]] = list(query) or [None]
     queries = [Query(text=t, points=tuple(points), point_labels=tuple(labels), boxes=tuple(boxes)) for t in texts]
-    tex = _texture_for(_resolve_input(source), _encode_config(preset, patch_size, max_levels, max_pixels), device,
-                       quiet=json_out)
+    tex = _texture_for(_resolve_input(source), _encode_config(preset, patch_size, max_levels, max_pixels,
+                                                              semantic_model), device, quiet=json_out)
     for q in queries:
         q.validate(tex.image_size)
+    if not json_out:
+        _say_absent_once(tex)
     table = Table("query", "tokens", "levels", "ms", "crops (VLM tokens)", "written to", box=None)
     docs = []
     for i, q in enumerate(queries, 1):
@@ -199,6 +225,13 @@ def select(
             if explain and sel.explain:
                 top = ", ".join(f"{k} {v:+.2f}" for k, v in list(sel.explain.items())[:8])
                 out.print(f"[bold]{label[:50]}[/] driven by: {top}", highlight=False)
+                for ev in sel.evidence[:8]:
+                    lv = ev.get("levels")
+                    where = f" -> tokens at level {lv[0]}" + (f"-{lv[1]}" if lv and lv[1] != lv[0] else "") if lv else ""
+                    sig = ", ".join(f"{k} {ev[k]:.2f}" for k in ("lexical", "semantic") if k in ev)
+                    out.print(f"  {ev.get('term', '?')}: {ev.get('relation', '')} {ev.get('text', '')!r} "
+                              f"{ev.get('box')} value {ev.get('value', 0):.2f} ({sig}){where}", highlight=False,
+                              markup=False)
     if json_out:
         out.print_json(json.dumps(docs[0] if len(docs) == 1 else docs))
     else:
@@ -209,12 +242,13 @@ def select(
 def info(
     source: str = typer.Argument(..., help="A saved .fvt texture or an image (encoded first)."),
     preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
-    max_pixels: int = MaxPixOpt, device: str = DeviceOpt,
+    max_pixels: int = MaxPixOpt, device: str = DeviceOpt, semantic_model: Optional[str] = SemanticOpt,
 ) -> None:
     """Show a texture's channels, levels, memory and encode timings."""
     from .channels import get_group
 
-    tex = _texture_for(_resolve_input(source), _encode_config(preset, patch_size, max_levels, max_pixels), device)
+    tex = _texture_for(_resolve_input(source), _encode_config(preset, patch_size, max_levels, max_pixels,
+                                                              semantic_model), device)
     h, w = tex.image_size
     out.print(f"[bold]{source}[/]  {w}x{h} px, patch {tex.patch_size}, id {tex.id}", highlight=False)
     groups = Table("group", "channels", "slice", "encode ms", "status", "description", box=None)
@@ -231,6 +265,17 @@ def info(
     mem = tex.nbytes()
     out.print("memory: " + ", ".join(f"{k} {v / 1024:.0f} KiB" for k, v in mem.items()), highlight=False)
     out.print(f"encode: {tex.timings_ms.get('total', 0):.0f} ms total", highlight=False)
+    if "text" in tex.extras:
+        t = tex.extras["text"]
+        tm = t.get("timings_ms", {})
+        out.print(f"text: {len(t['lines'])} OCR lines ({t['engine']}), OCR {tm.get('ocr', 0):.0f} ms, "
+                  f"line embeddings {tm.get('embed', 0):.0f} ms ({t['embedder']})", highlight=False, markup=False)
+    if "semantic" in tex.extras:
+        m = tex.extras["semantic"]
+        out.print(f"semantic: {m['encoder']} {m['model']}, {m['dim']}-d patch embeddings on a {m['patch_grid']} grid, "
+                  f"PCA to {m['components']} keeps {100 * m['explained_variance']:.1f}% of the variance",
+                  highlight=False, markup=False)
+    _say_absent_once(tex)
 
 
 def _encode_into_store(store_dir: Path, images: list[str], config: EncodeConfig, workers: int) -> None:

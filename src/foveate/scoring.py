@@ -4,7 +4,7 @@ For every tile at every level the scorer reads the tile's mean-mip and max-mip c
 
     score = bias + w . [mean | max] + a . query_maps          (a 1x1 convolution over the texture)
     relevance = exp(score)
-    need = floor + max(0, v . [mean | max])                 (how much a tile gains from a finer level)
+    need = floor + max(0, v . [mean | max] + u . query_maps)  (how much a tile gains from a finer level)
 
 The quadtree splits the tile with the highest ``relevance * need * (2**level) ** area_exponent``; the top-k
 cascade ranks by ``score``.  Default weights (``DEFAULT_WEIGHTS``, ``DEFAULT_NEED``, query term weights) are
@@ -49,6 +49,7 @@ DEFAULT_WEIGHTS: dict[str, tuple[float, float]] = {
     "prev_relevance": (0.5, 0.0),    # video: what mattered a frame ago (warped)
     "fixations": (0.2, 0.0),         # video: what was looked at
     "text": (0.5, 1.0),              # OCR text regions
+    "text_density": (0.0, 0.5),      # small, dense print (characters per tile)
     "attn_vlm": (1.0, 0.5),          # caller-supplied maps
     "attn_accum": (0.5, 0.0),
     "gaze": (1.0, 0.5),
@@ -59,6 +60,7 @@ USER_CHANNEL_WEIGHT = (1.0, 0.5)
 #: channel -> weight on the max-mip for the need for detail
 DEFAULT_NEED: dict[str, float] = {
     "edges_dark": 0.5, "edges_light": 0.5, "highpass": 1.0, "lowpass": 0.5, "text": 1.0, "boundaries": 0.3,
+    "text_density": 2.0,  # small print must reach level 0 to stay legible
 }
 NEED_FLOOR = 0.05
 
@@ -160,13 +162,20 @@ class Query:
 
 @dataclass(frozen=True)
 class QueryTerm:
-    """A query-dependent level-0 map.  ``fn(texture, query, notes) -> (gh, gw) float32 in [-1, 1] | None``."""
+    """A query-dependent level-0 map.  ``fn(texture, query, notes) -> (gh, gw) float32 in [-1, 1] | None``.
+
+    ``evidence(texture, query) -> [dict]``, optional: what drove the map (e.g. the matched OCR lines, each with
+    a ``box``), reported by ``select(..., explain=True)``."""
 
     name: str
     fn: Callable[[Texture, Query, list], np.ndarray | None]
     weight: float
     description: str
     uses_text: bool = False  # the term reads ``query.text`` (so a text query is not silently ignored)
+    evidence: Callable[[Texture, Query], list[dict]] | None = None
+    #: weight of the map in the need for detail: a term that knows its region must be read (OCR found text
+    #: there) makes the quadtree refine it even where the pixels look flat (label/value margins, light ink)
+    need_weight: float = 0.0
 
 
 QUERY_TERMS: dict[str, QueryTerm] = {}
@@ -251,12 +260,14 @@ class Scorer(nn.Module):
         weights: channel -> (mean weight, max weight); defaults to ``DEFAULT_WEIGHTS``.
         need: channel -> max-mip weight for the need for detail; defaults to ``DEFAULT_NEED``.
         query_weights: query term -> weight; defaults to each registered term's weight.
+        query_need: query term -> weight in the need for detail; defaults to each term's ``need_weight``.
         bias: constant added to every score.
     """
 
     def __init__(self, channels: Sequence[str], weights: Mapping[str, tuple[float, float]] | None = None,
                  need: Mapping[str, float] | None = None, query_weights: Mapping[str, float] | None = None,
-                 bias: float = 0.0, need_floor: float = NEED_FLOOR) -> None:
+                 bias: float = 0.0, need_floor: float = NEED_FLOOR,
+                 query_need: Mapping[str, float] | None = None) -> None:
         super().__init__()
         self.channels = tuple(channels)
         weights = DEFAULT_WEIGHTS if weights is None else weights
@@ -275,6 +286,9 @@ class Scorer(nn.Module):
         qw.update(query_weights or {})
         self.query_names = tuple(qw)
         self.query_weight = nn.Parameter(torch.tensor([qw[n] for n in self.query_names], dtype=torch.float32))
+        qn = {name: t.need_weight for name, t in QUERY_TERMS.items()}
+        qn.update(query_need or {})
+        self.query_need = nn.Parameter(torch.tensor([qn.get(n, 0.0) for n in self.query_names], dtype=torch.float32))
         self.need_floor = float(need_floor)
 
     def forward(self, feats: torch.Tensor, qmaps: torch.Tensor | None = None,
@@ -285,10 +299,12 @@ class Scorer(nn.Module):
             ``(score, need)``, each (N,).
         """
         score = feats @ self.weight.to(feats) + self.bias.to(feats)
+        need = feats @ self.need_weight.to(feats)
         if qmaps is not None and len(qnames):
             idx = torch.tensor([self.query_names.index(n) for n in qnames], device=feats.device)
             score = score + qmaps @ self.query_weight.to(feats)[idx]
-        need = self.need_floor + torch.clamp(feats @ self.need_weight.to(feats), min=0.0)
+            need = need + qmaps @ self.query_need.to(feats)[idx]
+        need = self.need_floor + torch.clamp(need, min=0.0)
         return score, need
 
     def bound(self, feats: torch.Tensor, qmaps: torch.Tensor | None = None,
@@ -327,12 +343,14 @@ class Scorer(nn.Module):
                         np.concatenate([np.minimum(w0, 0.0), np.maximum(w0, 0.0)])], axis=1)
         prod = np.einsum("ij,jk->ik", feats.numpy(), mat)  # einsum: no BLAS threads
         bias = float(self.bias.detach())
-        q = 0.0
+        q = qn = 0.0
         if qmaps is not None and len(qnames):
-            a = self.query_weight.detach().float().numpy()[[self.query_names.index(n) for n in qnames]]
+            idx = [self.query_names.index(n) for n in qnames]
+            a = self.query_weight.detach().float().numpy()[idx]
             q = np.einsum("ij,j->i", qmaps.numpy(), a)
+            qn = np.einsum("ij,j->i", qmaps.numpy(), self.query_need.detach().float().numpy()[idx])
         score = (prod[:, 0] + bias + q).astype(np.float32)
-        need = (self.need_floor + np.maximum(prod[:, 1], 0.0)).astype(np.float32)
+        need = (self.need_floor + np.maximum(prod[:, 1] + qn, 0.0)).astype(np.float32)
         bound = (prod[:, 2] + bias + q).astype(np.float32)
         return score, need, bound
 

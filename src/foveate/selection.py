@@ -25,7 +25,7 @@ import torch
 
 from .config import SelectConfig
 from .errors import BudgetError, ConfigError
-from .scoring import MAX_QUERY_CHARS, Query, Scorer, default_scorer, query_maps
+from .scoring import MAX_QUERY_CHARS, QUERY_TERMS, Query, Scorer, default_scorer, query_maps
 from .texture import Texture
 
 #: selection.json schema version (see docs/selection-schema.md)
@@ -67,6 +67,7 @@ class Selection:
     timings_ms: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     explain: dict[str, float] | None = None
+    evidence: list[dict] = field(default_factory=list)  # with explain: what drove the query terms (OCR lines, ...)
 
     def __len__(self) -> int:
         return int(self.levels.shape[0])
@@ -107,6 +108,7 @@ class Selection:
             "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
             "notes": list(self.notes),
             "explain": self.explain,
+            "evidence": self.evidence,
             # built from .tolist() columns: per-element NumPy indexing made this ~5x slower (it is on the
             # HTTP service's select path); values are the same Python ints, floats and bools
             "tokens": [
@@ -413,7 +415,7 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
         s = scorer or default_scorer(texture.channels, sc.flat_feats.device)
         with torch.inference_mode():
             explained = s.explain(sc.flat_feats, sc.flat_q, sc.qnames, flat_rows)
-    return Selection(
+    sel = Selection(
         levels=levels, rows=rows, cols=cols, scores=scores, boxes=boxes, centers=centers, grid=grid, gist=gist,
         patches=patches, relevance=sc.score[0].astype(np.float32), image_size=texture.image_size,
         patch_size=texture.patch_size, num_levels=n_levels, budget=cfg.budget, mode=cfg.mode, query=q,
@@ -421,3 +423,25 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
         timings_ms={"score": (t1 - t0) * 1000, "select": (t2 - t1) * 1000, "cut": (t3 - t2) * 1000,
                     "total": (t3 - t0) * 1000},
     )
+    if explain:
+        sel.evidence = _evidence(texture, q, sc.qnames, sel)
+    return sel
+
+
+def _evidence(texture: Texture, query: Query, qnames: list[str], sel: Selection) -> list[dict]:
+    """Each query term's evidence (e.g. matched OCR lines), with the selected levels over each item's box:
+    ``levels`` = [finest, coarsest] selected level on the level-0 tiles the box touches (-1: not covered)."""
+    items = []
+    level_map = sel.level_map()
+    p = texture.patch_size
+    for name in qnames:
+        fn = QUERY_TERMS[name].evidence
+        for item in fn(texture, query) if fn is not None else ():
+            if "box" in item:
+                x0, y0, x1, y1 = item["box"]
+                under = level_map[int(y0) // p : max(int(y1 - 1) // p + 1, int(y0) // p + 1),
+                                  int(x0) // p : max(int(x1 - 1) // p + 1, int(x0) // p + 1)]
+                if under.size:
+                    item = {**item, "levels": [int(under.min()), int(under.max())]}
+            items.append(item)
+    return items
