@@ -68,6 +68,12 @@ def test_errors_are_one_line_without_traceback(tmp_path, args, needle):
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
-def test_usage_error_exit_code(tmp_path):
-    r = run("select", "example:photo", "--point", "1,2,3", cwd=tmp_path)
+@pytest.mark.parametrize("args,needle", [
+    (("select", "example:photo", "--point", "1,2,3"), "--point takes 2 numbers"),
+    (("select", "example:photo", "--box", "1,2,x,4"), "--box takes numbers"),
+    (("eval", ".", "--budget", "64,1.5"), "--budget takes whole numbers"),
+])
+def test_usage_error_exit_code(tmp_path, args, needle):
+    r = run(*args, cwd=tmp_path)
     assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert needle in " ".join(r.stderr.replace("│", " ").split())

@@ -206,6 +206,8 @@ def test_bad_budgets_modes_and_prompts(page_texture):
         select(page_texture, {"txt": "hello"})
     with pytest.raises(ConfigError, match="topk_levels"):
         SelectConfig(topk_levels=(0, 2))
+    with pytest.raises(ConfigError, match="no field budjet; valid: budget, mode"):
+        select(page_texture, None, budjet=64)
 
 
 def test_budget_above_the_number_of_tiles():

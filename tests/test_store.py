@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import multiprocessing
 import os
 import random
@@ -21,7 +19,7 @@ import torch
 
 import foveate
 from foveate.errors import StoreError
-from foveate.store import DB_NAME, TextureStore, encode_into_store, expand_images, texture_blob
+from foveate.store import DB_NAME, TextureStore, encode_into_store, expand_images
 
 from .conftest import random_image
 

@@ -86,23 +86,30 @@ def _texture_for(path: Path, config: EncodeConfig, device: str, quiet: bool = Fa
         return encode(path, config, device=device)
 
 
-def _parse_numbers(text: str, n: int, what: str) -> tuple[float, ...]:
-    parts = [p for p in re.split(r"[,\s]+", text.strip()) if p]
+def _numbers(values: str | list[str], what: str, count: int | None = None, kind: type = float) -> tuple:
+    """Numbers separated by commas or spaces, from one option value or several: '0,2.5 4' -> (0.0, 2.5, 4.0);
+    '' -> ().  ``count``: exactly that many (a point is 2, a box 4); ``kind=int``: whole numbers."""
+    texts = [values] if isinstance(values, str) else list(values)
+    parts = [t for text in texts for t in re.split(r"[,\s]+", text.strip()) if t]
+    noun = "whole numbers" if kind is int else "numbers"
+    shown = texts[0] if len(texts) == 1 else texts
     try:
-        vals = tuple(float(p) for p in parts)
+        vals = tuple(kind(t) for t in parts)
     except ValueError:
-        raise typer.BadParameter(f"{what} must be {n} numbers separated by commas, got {text!r}") from None
-    if len(vals) != n:
-        raise typer.BadParameter(f"{what} must be {n} numbers separated by commas, got {text!r}")
+        raise typer.BadParameter(f"{what} takes {noun} separated by commas, got {shown!r}") from None
+    if count is not None and len(vals) != count:
+        raise typer.BadParameter(f"{what} takes {count} {noun} separated by commas, got {shown!r}")
     return vals
 
 
-def _numbers(text: str, what: str) -> tuple[float, ...]:
-    """'0,2.5,4' -> (0.0, 2.5, 4.0); '' -> ()."""
-    try:
-        return tuple(float(t) for t in text.split(",") if t.strip())
-    except ValueError:
-        raise typer.BadParameter(f"{what} must be numbers separated by commas, got {text!r}") from None
+def _prompt_query(text: Optional[str], point: list[str], neg_point: list[str], box: list[str]):
+    """A :class:`Query` from the CLI's text and SAM-style prompt options (``--point x,y``, ``--neg-point``,
+    ``--box x0,y0,x1,y1``, each repeatable)."""
+    from .scoring import Query
+
+    points = [_numbers(p, "--point", 2) for p in point] + [_numbers(p, "--neg-point", 2) for p in neg_point]
+    return Query(text=text, points=tuple(points), point_labels=(1,) * len(point) + (0,) * len(neg_point),
+                 boxes=tuple(_numbers(b, "--box", 4) for b in box))
 
 
 def _slug(text: str | None, i: int) -> str:
@@ -188,17 +195,12 @@ def select(
     """Select tokens for one or more queries and write selection.json, overlay.png, mosaic.png,
     tokens.safetensors and crops/ per query.  A saved .fvt is not encoded again."""
     from .render import write_outputs
-    from .scoring import Query
     from .selection import select as select_tokens
 
     cfg = SelectConfig(budget=budget, mode=mode, gist=gist)  # validate before the heavy encode
     if max_crops < 1 or vlm_patch < 1:
         raise FoveateError("--max-crops and --vlm-patch must be at least 1")
-    points = [_parse_numbers(p, 2, "--point") for p in point] + [_parse_numbers(p, 2, "--neg-point") for p in neg_point]
-    labels = [1] * len(point) + [0] * len(neg_point)
-    boxes = [_parse_numbers(b, 4, "--box") for b in box]
-    texts: list[Optional[str]] = list(query) or [None]
-    queries = [Query(text=t, points=tuple(points), point_labels=tuple(labels), boxes=tuple(boxes)) for t in texts]
+    queries = [_prompt_query(t, point, neg_point, box) for t in (list(query) or [None])]
     tex = _texture_for(_resolve_input(source), _encode_config(preset, patch_size, max_levels, max_pixels,
                                                               semantic_model), device, quiet=json_out)
     for q in queries:
@@ -509,13 +511,6 @@ def bench(
               json_path=json_path, device=device, console=out)
 
 
-def _int_list(values: list[str], what: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(v) for text in values for v in re.split(r"[,\s]+", text.strip()) if v)
-    except ValueError:
-        raise typer.BadParameter(f"{what} takes whole numbers, e.g. 64,144,273,576; got {values}") from None
-
-
 @app.command("eval")
 def eval_command(
     data_dir: Path = typer.Argument(..., help="A folder with queries.jsonl (image, query, boxes per line) and images."),
@@ -561,12 +556,12 @@ def eval_command(
              "topk_levels": topk_levels, "topk_candidates": topk_candidates, "gist": str(gist)}
     sel = SelectConfig(**{k: parse_select_value(k, v) for k, v in knobs.items()})
     config = EvalConfig(
-        budgets=_int_list(budget, "--budget"), encode=_encode_config(preset, patch_size, max_levels, max_pixels),
+        budgets=_numbers(budget, "--budget", kind=int), encode=_encode_config(preset, patch_size, max_levels, max_pixels),
         select=sel, variants=tuple(parse_variant(v, sel) for v in variant),
         baselines=BASELINES if baselines == "all" else tuple(b.strip() for b in baselines.split(",")
                                                               if b.strip() and baselines != "none"), min_px=min_px,
         hit_threshold=hit_threshold, random_seeds=random_seeds, seed=seed, limit=limit, ocr=ocr,
-        ocr_budgets=_int_list(ocr_budget, "--ocr-budget") if ocr_budget else None, device=device)
+        ocr_budgets=_numbers(ocr_budget, "--ocr-budget", kind=int) if ocr_budget else None, device=device)
     if threads is not None:
         import torch
 
@@ -624,16 +619,12 @@ def video(
     import os
     import warnings
 
-    from .scoring import Query
     from .video import FrameSkippedWarning, VideoConfig, VideoPredictor, run_video
 
     cfg = SelectConfig(budget=budget, mode=mode, gist=gist)
     if max_frames is not None and max_frames < 1:
         raise FoveateError("--max-frames must be at least 1")
-    points = [_parse_numbers(p, 2, "--point") for p in point] + [_parse_numbers(p, 2, "--neg-point") for p in neg_point]
-    labels = [1] * len(point) + [0] * len(neg_point)
-    q = Query(text=query, points=tuple(points), point_labels=tuple(labels),
-              boxes=tuple(_parse_numbers(b, 4, "--box") for b in box))
+    q = _prompt_query(query, point, neg_point, box)
     vcfg = VideoConfig(change_threshold=threshold, memory=memory, keyframe_interval=keyframe_interval,
                        stability=stability, incremental=not full)
     predictor = VideoPredictor(_encode_config(preset, patch_size, max_levels, max_pixels), vcfg, cfg, device=device)

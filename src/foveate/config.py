@@ -9,6 +9,7 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import BudgetError, ConfigError
 
@@ -136,5 +137,16 @@ class SelectConfig:
         object.__setattr__(self, "topk_candidates", cands)
 
     def replace(self, **changes) -> SelectConfig:
-        return dataclasses.replace(self, **changes)
+        return replace_config(self, changes)
+
+
+def replace_config(config, changes: dict[str, Any], context: str = ""):
+    """``dataclasses.replace(config, **changes)``, an unknown field a :class:`ConfigError` naming the valid ones."""
+    if not changes:
+        return config
+    unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(config)})
+    if unknown:
+        valid = ", ".join(f.name for f in dataclasses.fields(config))
+        raise ConfigError(f"{context}{type(config).__name__} has no field {', '.join(unknown)}; valid: {valid}")
+    return dataclasses.replace(config, **changes)
 

@@ -41,7 +41,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from .config import EncodeConfig, SelectConfig
+from .config import EncodeConfig, SelectConfig, replace_config
 from .errors import BudgetError, ConfigError, DatasetError, FoveateError
 from .metrics import DEFAULT_HIT_THRESHOLD, DEFAULT_MIN_PX, legible_level, query_metrics
 from .selection import Selection, gist_cover, quadtree_select, tile_geometry
@@ -489,10 +489,7 @@ def parse_variant(spec: str, base: SelectConfig) -> tuple[str, SelectConfig]:
         if not eq:
             raise ConfigError(f"variant {spec!r}: {part!r} is not key=value")
         changes[key.strip()] = parse_select_value(key.strip(), value)
-    try:
-        return name, dataclasses.replace(base, **changes)
-    except TypeError as exc:
-        raise ConfigError(f"variant {spec!r}: {exc}") from None
+    return name, replace_config(base, changes, context=f"variant {spec!r}: ")
 
 
 @dataclass(frozen=True)

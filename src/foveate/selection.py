@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from .config import SelectConfig
-from .errors import BudgetError, ConfigError
+from .config import SelectConfig, replace_config
+from .errors import BudgetError
 from .scoring import MAX_QUERY_CHARS, QUERY_TERMS, Query, Scorer, default_scorer, query_maps
 from .texture import Texture
 
@@ -345,12 +345,7 @@ def resolve_select_config(config: SelectConfig | None, budget: int | None, mode:
         changes["budget"] = budget
     if mode is not None:
         changes["mode"] = mode
-    if changes:
-        try:
-            cfg = dataclasses.replace(cfg, **changes)
-        except TypeError as exc:
-            raise ConfigError(str(exc)) from exc
-    return cfg
+    return replace_config(cfg, changes)
 
 
 def select(texture: Texture, query: Any = None, budget: int | None = None, *, mode: str | None = None,

@@ -20,7 +20,7 @@ import torch
 
 from . import ops
 from .channels import EncodeContext, get_group, resolve_groups, run_groups
-from .config import EncodeConfig
+from .config import EncodeConfig, replace_config
 from .device import COMPUTE_DTYPE, STORAGE_DTYPE, resolve_device
 from .errors import ConfigError, TextureFormatError
 from .io import ImageLike, load_image
@@ -331,16 +331,10 @@ def encode(image: ImageLike, config: EncodeConfig | None = None, *, preset: str 
             its fields.
         device: where the feature tensors live (``None`` = CUDA if available, else CPU).
     """
-    import dataclasses
-
     config = config or EncodeConfig()
     if preset is not None:
         overrides["preset"] = preset
-    if overrides:
-        try:
-            config = dataclasses.replace(config, **overrides)
-        except TypeError as exc:
-            raise ConfigError(str(exc)) from exc
+    config = replace_config(config, overrides)
     resolve_groups(config)  # fail on a bad preset before decoding anything
     dev = resolve_device(device)
     t0 = time.perf_counter()
