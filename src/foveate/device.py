@@ -8,12 +8,48 @@ in ``COMPUTE_DTYPE``.
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from collections.abc import Iterator
+
 import torch
 
 from .errors import DeviceError
 
 STORAGE_DTYPE = torch.float16
 COMPUTE_DTYPE = torch.float32
+
+#: torch intra-op threads for small per-request CPU inference (a query's MiniLM embedding): one.  Measured on a
+#: 2-core CPU (``foveate bench``, BENCHMARKS.md): two threads embed a question in ~5 ms on an idle machine but in
+#: ~470 ms when two other processes keep the cores busy (each op's thread team waits for a descheduled member);
+#: one thread takes ~9 ms either way.  Per-request latency must not depend on the neighbours, and a server gets its
+#: parallelism from concurrent requests.
+REQUEST_THREADS = 1
+
+_threads_lock = threading.Lock()
+_threads_users = 0
+_threads_saved = 0
+
+
+@contextlib.contextmanager
+def request_threads(n: int | None = None) -> Iterator[None]:
+    """Run the block's torch CPU ops with ``n`` (default :data:`REQUEST_THREADS`) intra-op threads, the previous
+    count restored when the last of any concurrent users leaves (the setting is process-wide)."""
+    global _threads_users, _threads_saved
+    n = REQUEST_THREADS if n is None else n
+    with _threads_lock:
+        if _threads_users == 0:
+            _threads_saved = torch.get_num_threads()
+            if _threads_saved > n:
+                torch.set_num_threads(n)
+        _threads_users += 1
+    try:
+        yield
+    finally:
+        with _threads_lock:
+            _threads_users -= 1
+            if _threads_users == 0 and torch.get_num_threads() != _threads_saved:
+                torch.set_num_threads(_threads_saved)
 
 
 def resolve_device(device: str | torch.device | None = None) -> torch.device:

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import numpy as np
 
 from .channels import ChannelGroup, register_group
+from .device import request_threads
 from .errors import UnsupportedInputError
 from .scoring import QueryTerm, register_query_term
 
@@ -236,7 +237,8 @@ def embed_texts(texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
 
 @functools.lru_cache(maxsize=512)
 def _embed_query_cached(text: str) -> np.ndarray:
-    v = embed_texts([text])[0]
+    with request_threads():  # one question: steady latency on a busy CPU (see foveate.device.REQUEST_THREADS)
+        v = embed_texts([text])[0]
     v.flags.writeable = False
     return v
 
