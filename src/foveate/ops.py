@@ -125,13 +125,16 @@ def mip_down(mean: np.ndarray, mx: np.ndarray, cov: np.ndarray) -> tuple[np.ndar
     """
     h, w, c = mean.shape
     h2, w2 = -(-h // 2), -(-w // 2)
-    m = _pad_to(mean * cov[..., None], 2 * h2, 2 * w2).reshape(h2, 2, w2, 2, c)
-    cv = _pad_to(cov, 2 * h2, 2 * w2).reshape(h2, 2, w2, 2)
-    cov_sum = cv.sum(axis=(1, 3))
-    mean2 = m.sum(axis=(1, 3)) / np.maximum(cov_sum, 1e-12)[..., None]
-    xp = np.full((2 * h2, 2 * w2, c), -np.inf, dtype=mx.dtype)
-    xp[:h, :w] = mx
-    max2 = xp.reshape(h2, 2, w2, 2, c).max(axis=(1, 3))
+    # the four children as strided views, added pairwise (several times faster than a reduction over reshaped axes)
+    m = _pad_to(mean * cov[..., None], 2 * h2, 2 * w2)
+    cv = _pad_to(cov, 2 * h2, 2 * w2)
+    cov_sum = (cv[0::2, 0::2] + cv[0::2, 1::2]) + (cv[1::2, 0::2] + cv[1::2, 1::2])
+    mean2 = ((m[0::2, 0::2] + m[0::2, 1::2]) + (m[1::2, 0::2] + m[1::2, 1::2])) / np.maximum(cov_sum, 1e-12)[..., None]
+    xp = mx
+    if (h, w) != (2 * h2, 2 * w2):
+        xp = np.full((2 * h2, 2 * w2, c), -np.inf, dtype=mx.dtype)
+        xp[:h, :w] = mx
+    max2 = np.maximum(np.maximum(xp[0::2, 0::2], xp[0::2, 1::2]), np.maximum(xp[1::2, 0::2], xp[1::2, 1::2]))
     return mean2.astype(np.float32), max2, (cov_sum / 4.0).astype(np.float32)
 
 
