@@ -493,6 +493,7 @@ class VideoState:
     _anchor: dict[str, Any] = field(default_factory=dict, repr=False)
     _thumb: np.ndarray | None = field(default=None, repr=False)
     _last_key: int = field(default=0, repr=False)
+    _picked: int = field(default=0, repr=False)  # tiles the last motion-compensated frame re-encoded: the next guess
     _memory: deque = field(default_factory=deque, repr=False)
     _keyframes: deque = field(default_factory=deque, repr=False)
     _streams: OrderedDict = field(default_factory=OrderedDict, repr=False)
@@ -806,7 +807,20 @@ def cells_to_tiles(cells: np.ndarray, coverage: np.ndarray, per_tile: int) -> np
     ch, cw, k = cells.shape
     q = per_tile
     gh, gw = -(-ch // q), -(-cw // q)
-    x = cells if coverage.min() == 1.0 else cells * coverage[..., None]  # whole cells: no weighting to do
+    if coverage.min() == 1.0:  # whole cells: block means, the whole blocks in one call, the leftover row and column apart
+        h0, w0 = ch // q, cw // q
+        out = np.empty((gh, gw, k), np.float32)
+        if h0 and w0:
+            out[:h0, :w0] = cv2.resize(cells[: h0 * q, : w0 * q], (w0, h0), interpolation=cv2.INTER_AREA
+                                       ).reshape(h0, w0, k)
+        if h0 < gh and w0:
+            out[h0, :w0] = cells[h0 * q :, : w0 * q].reshape(ch - h0 * q, w0, q, k).mean(axis=(0, 2))
+        if w0 < gw and h0:
+            out[:h0, w0] = cells[: h0 * q, w0 * q :].reshape(h0, q, cw - w0 * q, k).mean(axis=(1, 2))
+        if h0 < gh and w0 < gw:
+            out[h0, w0] = cells[h0 * q :, w0 * q :].mean(axis=(0, 1))
+        return out
+    x = cells * coverage[..., None]
     if (gh * q, gw * q) != (ch, cw):
         pad = (0, gh * q - ch, 0, gw * q - cw, cv2.BORDER_CONSTANT)
         x, coverage = cv2.copyMakeBorder(x, *pad, value=0), cv2.copyMakeBorder(coverage, *pad, value=0)
@@ -1298,11 +1312,16 @@ class VideoPredictor:
     @staticmethod
     def _flow_copy(gray: np.ndarray, cells: np.ndarray | None, size: int, patch: int) -> tuple[np.ndarray, int]:
         """The grey copy optical flow runs on and its shrink factor: ``gray`` shrunk by an integer factor to at least
-        ``size`` px -- from the grey cells of a motion-compensated session when they are that large."""
-        if cells is None or max(cells.shape) < size:
+        ``size`` px (:func:`_downscale`) -- from the grey cells of a motion-compensated session when the factor is a
+        multiple of the cell size (the same copy, up to the cells' rounding, at a fraction of the cost)."""
+        h, w = gray.shape
+        factor, cell = max(1, max(h, w) // size), cell_size(patch)
+        if cells is None or factor % cell:
             return _downscale(gray, size)
-        small, factor = _downscale(cells, size)
-        return small, factor * cell_size(patch)
+        k, hh, ww = factor // cell, max(h // factor, 1), max(w // factor, 1)
+        if k == 1:
+            return np.ascontiguousarray(cells[:hh, :ww]), factor
+        return cv2.resize(cells[: hh * k, : ww * k], (ww, hh), interpolation=cv2.INTER_AREA), factor
 
     def _encode_moving(self, state: VideoState, rgb: np.ndarray, gray: np.ndarray, grey: np.ndarray,
                        motion: np.ndarray, prev_gray: np.ndarray, temporal: np.ndarray, timings: dict[str, float]
@@ -1345,7 +1364,8 @@ class VideoPredictor:
         n, n_over = over.size, int(over.sum())
         if n_over > cfg.full_frame_share * n:
             return None
-        rects = self._budget_rects(residual, n_over, layout.moving_margin, (h, w), p, cfg.reencode_budget)
+        rects, state._picked = self._budget_rects(residual, n_over, layout.moving_margin, (h, w), p,
+                                                  cfg.reencode_budget, state._picked)
         timings["plan"] = (time.perf_counter() - t) * 1000.0
 
         t = time.perf_counter()
@@ -1370,14 +1390,16 @@ class VideoPredictor:
         x0 = state._means[0].copy()
         stale = uncovered & ~done  # mostly new to the picture and over the budget: last frame's values, moved
         last = move_tiles(x0, motion) if stale.any() else None
+        np.nan_to_num(tiles, copy=False)
         for g in layout.moving_local:
             a, b = layout.raw[g]
             ga, gb = layout.groups[g]
             group = get_group(g)
             val = tiles[..., a:b]
-            x0[..., ga:gb] = np.clip(np.nan_to_num(val if group.finish is None else group.finish(val, p)), 0.0, 1.0)
+            x0[..., ga:gb] = val if group.finish is None else group.finish(val, p)
             if last is not None:
                 x0[..., ga:gb][stale] = last[..., ga:gb][stale]
+        np.clip(x0, 0.0, 1.0, out=x0)  # the other channels are in [0, 1] already: one call clips the groups above
         if len(layout.moving_warp):
             x0[..., layout.moving_warp] = move_tiles(state._anchor["warp"], camera)
         if len(layout.moving_nearest):
@@ -1406,19 +1428,22 @@ class VideoPredictor:
 
     @staticmethod
     def _budget_rects(residual: np.ndarray, n_over: int, margin: int, shape: tuple[int, int], patch: int,
-                      budget: float) -> list[tuple[int, int, int, int]]:
+                      budget: float, guess: int = 0) -> tuple[list[tuple[int, int, int, int]], int]:
         """Crops for the tiles over the threshold, largest residual first, as many as fit in ``budget`` (a share of
-        the frame's pixels, margins included).  The number of tiles is searched in at most five covers, each guess
-        scaled by budget / cost (a cover's cost grows about linearly with its tiles) within the bracket found so
-        far; the largest cover that fits is kept."""
+        the frame's pixels, margins included).  The number of tiles is searched in at most three covers, starting from
+        ``guess`` (the last frame's number: consecutive frames need about as many crops), each next guess scaled by
+        budget / cost (a cover's cost grows about linearly with its tiles) within the bracket found so far; the
+        largest cover that fits is kept.  Returns ``(rectangles, tiles picked)``."""
         if n_over == 0 or budget <= 0:
-            return []
+            return [], guess
         h, w = shape
         order = np.argsort(residual.ravel())[::-1][:n_over]
         limit = budget * h * w
-        k = int(np.clip(4 * limit / (2 * patch + 2 * margin) ** 2, 1, n_over))  # first guess: isolated 2x2 blocks
+        if guess <= 0:  # first guess: isolated 2x2 blocks
+            guess = int(4 * limit / (2 * patch + 2 * margin) ** 2)
+        k = int(np.clip(guess, 1, n_over))
         fits, rects_fit, too_many = 0, [], n_over + 1
-        for _ in range(5):
+        for _ in range(3):
             pick = np.zeros(residual.size, bool)
             pick[order[:k]] = True
             rects = cover_tiles(pick.reshape(residual.shape), margin / patch)
@@ -1431,7 +1456,7 @@ class VideoPredictor:
             k = int(np.clip(k * limit / max(cost, 1), fits + 1, too_many - 1))
             if k >= too_many or k <= fits:
                 break
-        return rects_fit
+        return rects_fit, fits or max(too_many // 2, 1)
 
     def _texture(self, state: VideoState, rgb: np.ndarray, idx: int) -> Texture:
         """The session's texture for the current frame: features from the masters, tokens cut from the frame.
