@@ -27,6 +27,7 @@ from foveate.video import (
     FrameSkippedWarning,
     UpdateRule,
     VideoPredictor,
+    cells_to_tiles,
     dilate_tiles,
     fixation_map,
     plan_crops,
@@ -116,7 +117,7 @@ def test_the_invariant_holds_for_any_threshold():
     frames = clip()
     rng = np.random.default_rng(3)
     pred = VideoPredictor(preset="full", device="cpu")
-    state = pred.init_state(change_threshold=5.0, keyframe_interval=6)
+    state = pred.init_state(change_threshold=5.0, keyframe_interval=6, update="exact")
     held = 0
     for i, f in enumerate(frames):
         noisy = np.clip(f.astype(np.int16) + rng.integers(-2, 3, f.shape), 0, 255).astype(np.uint8)
@@ -133,9 +134,9 @@ def test_a_static_clip_reencodes_nothing_after_the_first_frame(monkeypatch):
     calls = []
     real = video_mod.run_groups
 
-    def counting(ctx, names):
+    def counting(ctx, names, generators=None):
         calls.append(names)
-        return real(ctx, names)
+        return real(ctx, names, generators)
 
     monkeypatch.setattr(video_mod, "run_groups", counting)
     frame = clip(1)[0]
@@ -279,6 +280,17 @@ def test_fixation_map_matches_the_level_map(photo_texture, mode):
     sel = select(photo_texture, {"points": [(250, 180)]}, 120, mode=mode, cut=False)
     lm = sel.level_map()
     np.testing.assert_array_equal(fixation_map(sel), np.where(lm >= 0, 0.25 ** np.maximum(lm, 0), 0.0))
+
+
+@pytest.mark.parametrize("h, w", [(96, 160), (100, 148), (90, 170), (8, 12), (3, 5)])
+def test_cells_to_tiles_equals_the_tile_mean_of_the_pixels(h, w):
+    """Tile means from cell means (whole cells, and cells the image border cuts) equal the tile means of the pixels."""
+    rng = np.random.default_rng(h * w)
+    px = rng.random((h, w, 3)).astype(np.float32)
+    for patch, cell in ((16, 4), (8, 4), (8, 2)):
+        cells = ops.tile_mean(px, cell).reshape(-(-h // cell), -(-w // cell), 3)
+        got = cells_to_tiles(cells, ops.coverage0(h, w, cell), patch // cell)
+        np.testing.assert_allclose(got, ops.tile_mean(px, patch), rtol=1e-5, atol=1e-6)
 
 
 def test_splatting_moves_content_and_uncovered_tiles_fade():
@@ -461,7 +473,7 @@ def test_the_stability_scorer_keeps_the_scorer_contract(photo_texture):
 
 def test_one_model_many_sessions_and_streams():
     frames = moving_box(5)
-    pred = VideoPredictor(preset="fast", device="cpu", max_streams=2)
+    pred = VideoPredictor(preset="fast", device="cpu", max_streams=2, update="exact")
     a, b = pred.init_state(), pred.init_state()
     alone = pred.init_state()
     for f in frames:

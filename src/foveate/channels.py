@@ -38,6 +38,11 @@ class ChannelGroup:
         cost: rough encode cost on a 1024x1024 image: ``"free"``, ``"low"`` (< 5 ms), ``"medium"``
             (< 50 ms) or ``"high"`` (model inference).
         description: one line for ``foveate info`` and the docs.
+        pixels, finish: for a group whose tiles are a function of the tile means of a pixel map,
+            ``generator(ctx) == finish(ctx.tiles(pixels(ctx)), ctx.patch)``: ``pixels(ctx) -> (H, W, k)`` float32
+            and ``finish(tile_means (..., k), patch) -> (..., len(channels))`` (``None``: the identity).  Video
+            motion compensation keeps such maps at a finer resolution than the tiles and moves them with the
+            camera.
     """
 
     name: str
@@ -45,6 +50,8 @@ class ChannelGroup:
     generator: Callable[[EncodeContext], np.ndarray | None]
     cost: str
     description: str
+    pixels: Callable[[EncodeContext], np.ndarray] | None = None
+    finish: Callable[[np.ndarray, int], np.ndarray] | None = None
 
 
 _REGISTRY: dict[str, ChannelGroup] = {}
@@ -150,29 +157,44 @@ class EncodeContext:
 # Generators
 
 
+def _rgb_pixels(ctx: EncodeContext) -> np.ndarray:
+    return ctx.image.astype(np.float32) * (1.0 / 255.0)
+
+
 def _rgb(ctx: EncodeContext) -> np.ndarray:
-    return ctx.tiles(ctx.image.astype(np.float32) * (1.0 / 255.0))
+    return ctx.tiles(_rgb_pixels(ctx))
+
+
+def _edges_pixels(ctx: EncodeContext) -> np.ndarray:
+    gx, gy = ctx.gradients
+    dark, light = ops.polarity_edges(ctx.gray, gx, gy)
+    return np.dstack([dark, light])
 
 
 def _edges(ctx: EncodeContext) -> np.ndarray:
-    gx, gy = ctx.gradients
-    dark, light = ops.polarity_edges(ctx.gray, gx, gy)
-    return ctx.tiles(np.dstack([dark, light]))
+    return ctx.tiles(_edges_pixels(ctx))
+
+
+def _frequency_pixels(ctx: EncodeContext) -> np.ndarray:
+    high, low = ops.band_energy(ctx.gray)
+    return np.dstack([high, low])
+
+
+def _frequency_finish(t: np.ndarray, patch: int) -> np.ndarray:
+    # absolute (not per-image) scaling into [0, 1): printed text reaches ~0.6-0.9, paper or sky ~0
+    return (1.0 - np.exp(-t * np.array([12.0, 10.0], dtype=np.float32))).astype(np.float32)
 
 
 def _frequency(ctx: EncodeContext) -> np.ndarray:
-    high, low = ops.band_energy(ctx.gray)
-    t = ctx.tiles(np.dstack([high, low]))
-    # absolute (not per-image) scaling into [0, 1): printed text reaches ~0.6-0.9, paper or sky ~0
-    return (1.0 - np.exp(-t * np.array([12.0, 10.0], dtype=np.float32))).astype(np.float32)
+    return _frequency_finish(ctx.tiles(_frequency_pixels(ctx)), ctx.patch)
 
 
 def _motion(ctx: EncodeContext) -> np.ndarray:
     prev = ctx.frame.get("previous_gray")
     if prev is None or prev.shape != ctx.gray.shape:
         return np.zeros(ctx.grid + (1,), np.float32)  # a still image does not move
-    diff = np.abs(ctx.gray.astype(np.float32) - prev.astype(np.float32)) * (1.0 / 255.0)
-    return np.minimum(ctx.tiles(diff) * 4.0, 1.0)[..., None]
+    # the tile means of |gray - prev| (ctx.tiles of the difference), from integer sums: exact, several times faster
+    return np.minimum(ops.tile_abs_diff(ctx.gray, prev, ctx.patch) * (4.0 / 255.0), 1.0)[..., None]
 
 
 def _saliency(ctx: EncodeContext) -> np.ndarray:
@@ -223,16 +245,24 @@ def _boundaries(ctx: EncodeContext) -> np.ndarray:
     return strength[..., None]
 
 
-def _distance(ctx: EncodeContext) -> np.ndarray:
-    """Distance to the nearest Canny edge, at half resolution, as d / (d + P) in [0, 1)."""
+def _distance_pixels(ctx: EncodeContext) -> np.ndarray:
+    """Distance in px to the nearest Canny edge, found at half resolution.  (H, W, 1) float32."""
     gray = ctx.gray
     h, w = gray.shape
     half = gray if min(h, w) < 64 else ops.resize_map(gray, ((h + 1) // 2, (w + 1) // 2)).astype(np.uint8)
     scale = h / half.shape[0]
     d = ops.distance_to_mask(ops.edge_mask(half)) * scale
     d = ops.resize_map(d, (h, w)) if half.shape != gray.shape else d
-    t = ctx.tiles(d)
-    return (t / (t + ctx.patch)).astype(np.float32)[..., None]
+    return d[..., None]
+
+
+def _distance_finish(t: np.ndarray, patch: int) -> np.ndarray:
+    return (t / (t + patch)).astype(np.float32)
+
+
+def _distance(ctx: EncodeContext) -> np.ndarray:
+    """Distance to the nearest Canny edge, at half resolution, as d / (d + P) in [0, 1)."""
+    return _distance_finish(ctx.tiles(_distance_pixels(ctx)), ctx.patch)
 
 
 def _absent(ctx: EncodeContext) -> None:
@@ -244,11 +274,13 @@ def _temporal(ctx: EncodeContext) -> np.ndarray | None:
     return None if maps is None else np.asarray(maps, np.float32)
 
 
-register_group(ChannelGroup("rgb", ("r", "g", "b"), _rgb, "free", "mean colour of the tile"))
+register_group(ChannelGroup("rgb", ("r", "g", "b"), _rgb, "free", "mean colour of the tile", pixels=_rgb_pixels))
 register_group(ChannelGroup("edges", ("edges_dark", "edges_light"), _edges, "low",
-                            "Sobel edges split by polarity (dark-on-light, light-on-dark), contrast-normalised"))
+                            "Sobel edges split by polarity (dark-on-light, light-on-dark), contrast-normalised",
+                            pixels=_edges_pixels))
 register_group(ChannelGroup("frequency", ("highpass", "lowpass"), _frequency, "low",
-                            "fine-detail energy |I-G1*I| and structure energy |G1*I-G4*I|"))
+                            "fine-detail energy |I-G1*I| and structure energy |G1*I-G4*I|",
+                            pixels=_frequency_pixels, finish=_frequency_finish))
 register_group(ChannelGroup("motion", ("motion",), _motion, "free",
                             "temporal difference to the previous frame (0 for still images)"))
 register_group(ChannelGroup("saliency", ("saliency",), _saliency, "low", "spectral-residual saliency"))
@@ -259,7 +291,8 @@ register_group(ChannelGroup("clusters", ("cluster_id", "cluster_dist", "cluster_
 register_group(ChannelGroup("temporal", ("prev_relevance", "prev_saliency", "fixations"), _temporal, "low",
                             "previous relevance and saliency warped by optical flow, fixation history (video)"))
 register_group(ChannelGroup("distance", ("edge_distance",), _distance, "low",
-                            "distance to the nearest edge, d/(d+P)"))
+                            "distance to the nearest edge, d/(d+P)", pixels=_distance_pixels,
+                            finish=_distance_finish))
 register_group(ChannelGroup("attention", ("attn_vlm", "attn_accum", "gaze"), _absent, "free",
                             "caller-supplied maps (Texture.attach): VLM attention, accumulated attention, gaze"))
 register_group(ChannelGroup("boundaries", ("boundaries",), _boundaries, "low",
@@ -267,8 +300,9 @@ register_group(ChannelGroup("boundaries", ("boundaries",), _boundaries, "low",
 # "semantic" and "text" register themselves from foveate.semantic and foveate.text (imported by the package).
 
 
-def run_groups(ctx: EncodeContext, names: tuple[str, ...]) -> tuple[np.ndarray, list[str], dict, tuple[str, ...]]:
-    """Run the generators of ``names`` in order.
+def run_groups(ctx: EncodeContext, names: tuple[str, ...], generators: dict[str, Callable] | None = None
+               ) -> tuple[np.ndarray, list[str], dict, tuple[str, ...]]:
+    """Run the generators of ``names`` in order (``generators`` replaces some by name: same contract).
 
     Returns:
         ``(x0, channel_names, timings_ms, absent)``: the level-0 texture (gh, gw, C) float32, the channel
@@ -279,7 +313,7 @@ def run_groups(ctx: EncodeContext, names: tuple[str, ...]) -> tuple[np.ndarray, 
     for name in names:
         group = get_group(name)
         t0 = time.perf_counter()
-        out = group.generator(ctx)
+        out = (generators or {}).get(name, group.generator)(ctx)
         timings[name] = (time.perf_counter() - t0) * 1000.0
         if out is None:
             out = np.zeros((gh, gw, len(group.channels)), np.float32)

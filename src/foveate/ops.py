@@ -59,10 +59,11 @@ def _pad_to(x: np.ndarray, h: int, w: int, mode: str = "zero") -> np.ndarray:
     ph, pw = h - x.shape[0], w - x.shape[1]
     if ph == 0 and pw == 0:
         return x
-    pad = [(0, ph), (0, pw)] + [(0, 0)] * (x.ndim - 2)
     if mode == "edge":
-        return np.pad(x, pad, mode="edge")
-    return np.pad(x, pad)
+        return np.pad(x, [(0, ph), (0, pw)] + [(0, 0)] * (x.ndim - 2), mode="edge")
+    out = np.zeros((h, w) + x.shape[2:], x.dtype)  # as np.pad with zeros, without its per-call overhead
+    out[: x.shape[0], : x.shape[1]] = x
+    return out
 
 
 def tile_mean(x: np.ndarray, patch: int) -> np.ndarray:
@@ -86,6 +87,30 @@ def tile_mean(x: np.ndarray, patch: int) -> np.ndarray:
     return means / (cov[..., None] if means.ndim == 3 else cov)
 
 
+def tile_abs_diff(a: np.ndarray, b: np.ndarray, patch: int) -> np.ndarray:
+    """Mean absolute difference of each tile between two images, in grey levels.
+
+    Args:
+        a, b: (H, W) or (H, W, C) uint8.
+    Returns:
+        (gh, gw) float32: mean over the tile's pixels (those inside the image) and channels of ``|a - b|``; exactly 0
+        iff the tile is identical (integer sums of an integral image: several times faster than :func:`tile_mean` of
+        the difference in floating point).
+    """
+    h, w = a.shape[:2]
+    gh, gw = grid_shape(h, w, patch)
+    n_chan = a.shape[2] if a.ndim == 3 else 1
+    depth = cv2.CV_32S if h * w * 255 * n_chan < 2**31 else cv2.CV_64F
+    s = cv2.integral(cv2.absdiff(a, b), sdepth=depth)  # (H+1, W+1[, C])
+    ys = np.minimum(np.arange(gh + 1) * patch, h)
+    xs = np.minimum(np.arange(gw + 1) * patch, w)
+    c = s[ys][:, xs].astype(np.float64)
+    if c.ndim == 3:
+        c = c.sum(-1)
+    sums = c[1:, 1:] - c[:-1, 1:] - c[1:, :-1] + c[:-1, :-1]
+    return (sums / (np.outer(np.diff(ys), np.diff(xs)) * n_chan)).astype(np.float32)
+
+
 def mip_down(mean: np.ndarray, mx: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One mip step: 2x2 children -> parent, ceil-sized.
 
@@ -100,13 +125,16 @@ def mip_down(mean: np.ndarray, mx: np.ndarray, cov: np.ndarray) -> tuple[np.ndar
     """
     h, w, c = mean.shape
     h2, w2 = -(-h // 2), -(-w // 2)
-    m = _pad_to(mean * cov[..., None], 2 * h2, 2 * w2).reshape(h2, 2, w2, 2, c)
-    cv = _pad_to(cov, 2 * h2, 2 * w2).reshape(h2, 2, w2, 2)
-    cov_sum = cv.sum(axis=(1, 3))
-    mean2 = m.sum(axis=(1, 3)) / np.maximum(cov_sum, 1e-12)[..., None]
-    xp = np.full((2 * h2, 2 * w2, c), -np.inf, dtype=mx.dtype)
-    xp[:h, :w] = mx
-    max2 = xp.reshape(h2, 2, w2, 2, c).max(axis=(1, 3))
+    # the four children as strided views, added pairwise (several times faster than a reduction over reshaped axes)
+    m = _pad_to(mean * cov[..., None], 2 * h2, 2 * w2)
+    cv = _pad_to(cov, 2 * h2, 2 * w2)
+    cov_sum = (cv[0::2, 0::2] + cv[0::2, 1::2]) + (cv[1::2, 0::2] + cv[1::2, 1::2])
+    mean2 = ((m[0::2, 0::2] + m[0::2, 1::2]) + (m[1::2, 0::2] + m[1::2, 1::2])) / np.maximum(cov_sum, 1e-12)[..., None]
+    xp = mx
+    if (h, w) != (2 * h2, 2 * w2):
+        xp = np.full((2 * h2, 2 * w2, c), -np.inf, dtype=mx.dtype)
+        xp[:h, :w] = mx
+    max2 = np.maximum(np.maximum(xp[0::2, 0::2], xp[0::2, 1::2]), np.maximum(xp[1::2, 0::2], xp[1::2, 1::2]))
     return mean2.astype(np.float32), max2, (cov_sum / 4.0).astype(np.float32)
 
 

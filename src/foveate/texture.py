@@ -136,13 +136,18 @@ class Texture:
     def flat_features(self) -> tuple[torch.Tensor, list[int]]:
         """All levels' [mean | max] stacked: (N_total, 2C) float32 on ``device``, and level start offsets."""
         if "flat" not in self._cache:
-            rows, offsets, n = [], [], 0
-            for m, x in zip(self.mean, self.max):
-                offsets.append(n)
-                rows.append(torch.cat([m.reshape(-1, m.shape[-1]), x.reshape(-1, x.shape[-1])], dim=1))
-                n += rows[-1].shape[0]
-            offsets.append(n)
-            self._cache["flat"] = (torch.cat(rows, 0).to(COMPUTE_DTYPE), offsets)
+            offsets = np.cumsum([0] + [m.shape[0] * m.shape[1] for m in self.mean]).tolist()
+            if self.device.type == "cpu":  # NumPy, single-threaded: for arrays this small torch's intra-op threads
+                # cost more than they save, and keep spinning into whatever the process does next (video: +4 ms a frame
+                # on a busy 2-core machine)
+                c = len(self.channels)
+                flat = np.concatenate([np.concatenate([m.numpy().reshape(-1, c), x.numpy().reshape(-1, c)], axis=1)
+                                       for m, x in zip(self.mean, self.max)], axis=0)
+                self._cache["flat"] = (torch.from_numpy(flat.astype(np.float32)), offsets)
+            else:
+                rows = [torch.cat([m.reshape(-1, m.shape[-1]), x.reshape(-1, x.shape[-1])], dim=1)
+                        for m, x in zip(self.mean, self.max)]
+                self._cache["flat"] = (torch.cat(rows, 0).to(COMPUTE_DTYPE), offsets)
         return self._cache["flat"]
 
     def invalidate(self) -> None:

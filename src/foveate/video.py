@@ -8,7 +8,11 @@ parameter, frames streamed one at a time::
         stats = predictor.add_frame(state, frame)                # heavy only where the picture changed
         sel = predictor.select(state, "the dog", budget=273)     # light, as for a still image
 
-What ``add_frame`` does:
+What ``add_frame`` does depends on the update (``VideoConfig.update``): **exact** change detection (threshold 0,
+or ``update="exact"``) or **motion compensation** (the default: any other threshold, ``MOTION_THRESHOLD`` = 8 grey
+levels unless set).  Both refresh fully on keyframes and scene cuts and write the temporal channels from the memory.
+
+Exact update:
 
 1. **Change detection** on the level-0 grid: the mean absolute difference of each tile against the *reference* --
    the pixels the texture currently encodes -- in grey levels (0-255, averaged over the tile's pixels and RGB).
@@ -21,48 +25,84 @@ What ``add_frame`` does:
    scratch.  A static clip re-encodes nothing after its first frame.
 3. A **full refresh** (keyframe) every ``keyframe_interval`` frames: the update runs with threshold 0, so the
    texture becomes exactly the frame's from-scratch encode (tiles that never drifted cost nothing: a static clip
-   re-encodes nothing, ever).  A scene cut (the 64 px grey thumbnail changes by more than ``scene_cut`` grey levels
-   on average) or a frame of another size (or a :class:`VideoError` with ``on_size_change="error"``) starts a new
-   scene: encoded from scratch, memory cleared.
-4. **Temporal channels** (group ``temporal``, channels 15-17 of the full layout): the memory -- a FIFO of the last
-   ``memory`` frames plus the last ``keyframes`` keyframes -- is moved into the new frame by optical flow (OpenCV
-   DIS, ultrafast preset with finest scale 1, on a grey copy shrunk by an integer factor to at least ``flow_size``
-   px on the long side -- the maps live on the tile grid; tile maps are splatted forward, so uncovered background
-   gets no past), then
-   ``prev_relevance`` = max over remembered frames of their relevance (normalised to [0, 1], times
-   ``decay ** (age - 1)``), ``prev_saliency`` = the previous frame's saliency, ``fixations`` = the decayed sum of
-   the tiles chosen in remembered frames (a token at level l counts 4**-l), normalised to [0, 1].  That is
-   O(memory) work on tile maps per frame, so O(T) for a clip.  Relevance and fixations belong to a *stream*
-   (``select(..., stream="main")``): several questions about one video keep separate memories over one encode.
+   re-encodes nothing, ever).
 
-How each channel group stays exact under incremental updates (``UPDATE_RULES``; a group not listed is global):
+Motion-compensated update -- for a moving camera, where nearly every tile changes every frame and change detection
+re-encodes everything.  Approximate: the texture approximates the frame's own encode (``state.reference`` is the
+frame); ``foveate bench-video`` measures how closely.
 
-============  ================================  ==========================================================
-group         rule                              why
-============  ================================  ==========================================================
-rgb           local, margin 0                   tile mean of its own pixels
-motion        local, margin 0, plus the tiles   mean |ref_t - ref_(t-1)| per tile; 0 where neither frame
-              that changed in the last frame    changed
-edges         local, margin 17 px               Sobel (1 px), box std (7), centre + surround Gaussians
-                                                sigma 1.5 and 2.6 chained (6 + 11)
-frequency     local, margin 20 px               Gaussians sigma 1 and 3.9 chained (4 + 16)
-saliency      global                            spectral residual of a 64 px thumbnail: every pixel moves
-                                                every value (0.4 ms at 960x540)
-distance      global                            Canny's hysteresis and the distance transform reach across
-                                                the image (~3 ms at 960x540)
-clusters,     global                            SLIC at 128 px: labels move when anything moves (~8 ms at
-boundaries                                      960x540; not in the ``fast`` preset, the video default)
-position      image size only                   analytic
-temporal      memory                            written from the memory every frame
-others        global                            semantic / attention / text: absent, zeros, cost nothing
-============  ================================  ==========================================================
+1. **The canvas**: a keyframe keeps, on its own grid plus a margin of 1/8 of the frame, the cell means (cells of a
+   quarter tile, P/4 px) of the pixel maps of the groups whose tiles are tile means of a pixel map
+   (``ChannelGroup.pixels``: rgb, edges, frequency, distance) and of the grey level.  Cells, not tiles: moving a
+   tile map by a fraction of a tile blurs it, and frame after frame the blur adds up; cells are resampled once, from
+   the keyframe.
+2. **The camera**: the optical flow the memory needs gives a guess (the tiles' median motion); one Gauss-Newton step
+   of a similarity transform registers the frame's grey cells on the canvas's (every third cell, moving objects
+   weighted out), so the estimate never drifts: it is anchored to the keyframe, not chained frame to frame.
+3. **Prediction**: the canvas is sampled once where the camera now looks (bilinear); cells become tile means
+   (exactly: a tile is 4 x 4 cells) and the groups' ``finish`` makes the channels.  Per tile, the **residual** is
+   the mean |frame's grey cells - canvas's| over the part the canvas covers; a tile the canvas covers less than half
+   of is new (the camera uncovered it).
+4. **Re-encoding**: tiles over the threshold, largest residual first (new tiles first), as many as fit in
+   ``reencode_budget`` (5 % of the frame's pixels, crop margins included, by default): rectangles of tiles
+   (:func:`cover_tiles`) are encoded from crops of the frame with the groups' margins, their tiles replace the
+   prediction and their cells are written back into the canvas.  Moving objects, parallax and what the camera
+   uncovers are refreshed; what the budget leaves for later is refreshed on the next frames or the next keyframe.
+5. Groups without a pixel map are recomputed on the whole frame every frame when cheap (motion, the frame
+   difference; saliency, 64 px spectral residual), or moved with the camera from the keyframe's tile maps and
+   refreshed on keyframes (clusters and boundaries, nearest-neighbour labels; text and semantic: model inference);
+   see ``UpdateRule.motion``.  The mips are rebuilt (every level-0 tile moved).
+6. Keyframes (every ``keyframe_interval`` frames), scene cuts and frames with more than ``full_frame_share`` of the
+   tiles over the threshold are encoded from scratch and restart the canvas: drift is bounded by the interval.
+
+Both: a scene cut (the 64 px grey thumbnail changes by more than ``scene_cut`` grey levels on average) or a frame of
+another size (or a :class:`VideoError` with ``on_size_change="error"``) starts a new scene: encoded from scratch,
+memory cleared.  **Temporal channels** (group ``temporal``, channels 15-17 of the full layout): the memory -- a FIFO
+of the last ``memory`` frames plus the last ``keyframes`` keyframes -- is moved into the new frame by optical flow
+(OpenCV DIS, ultrafast preset with finest scale 1, on a grey copy shrunk by an integer factor to at least
+``flow_size`` px on the long side -- the maps live on the tile grid; tile maps are splatted forward, so uncovered
+background gets no past), then
+``prev_relevance`` = max over remembered frames of their relevance (normalised to [0, 1], times
+``decay ** (age - 1)``), ``prev_saliency`` = the previous frame's saliency, ``fixations`` = the decayed sum of
+the tiles chosen in remembered frames (a token at level l counts 4**-l), normalised to [0, 1].  That is
+O(memory) work on tile maps per frame, so O(T) for a clip.  Relevance and fixations belong to a *stream*
+(``select(..., stream="main")``): several questions about one video keep separate memories over one encode.
+
+How each channel group is updated (``UPDATE_RULES``; a group not listed is global, recomputed on the whole frame):
+
+============  ================================  ====================  ===========================================
+group         exact rule                        with motion           why
+============  ================================  ====================  ===========================================
+rgb           local, margin 0                   canvas, crops         tile mean of its own pixels
+motion        local, margin 0, plus the tiles   every frame           mean |ref_t - ref_(t-1)| per tile; 0 where
+              that changed in the last frame                          neither frame changed
+edges         local, margin 17 px               canvas, crops         Sobel (1 px), box std (7), centre +
+                                                                      surround Gaussians sigma 1.5 and 2.6
+                                                                      chained (6 + 11)
+frequency     local, margin 20 px               canvas, crops         Gaussians sigma 1 and 3.9 chained (4 + 16)
+saliency      global                            every frame           spectral residual of a 64 px thumbnail:
+                                                                      every pixel moves every value (0.4 ms at
+                                                                      960x540)
+distance      global                            canvas, crops with a  Canny's hysteresis and the distance
+                                                20 px margin (a cap)  transform reach across the image (~3 ms at
+                                                                      960x540)
+clusters,     global                            moved (nearest)       SLIC at 128 px: labels move when anything
+boundaries                                                            moves (~8 ms at 960x540; not in the
+                                                                      ``fast`` preset, the video default)
+text,         global                            moved (bilinear)      OCR, an image-text model: a keyframe's work
+semantic
+position      image size only                   image size only       analytic
+temporal      memory                            memory                written from the memory every frame
+others        global                            every frame           attention: caller maps, zeros
+============  ================================  ====================  ===========================================
 
 A local group with a margin of m px reads pixels up to m px outside a tile, so a changed tile changes the values of
 tiles up to k = ceil(m / P) tiles away: those are recomputed too (``refresh_neighbours=False`` skips them: cheaper,
 and no longer exact), each from a crop that extends k tiles further (clipped at the image border, where the filters'
 own border rule applies exactly as in a full encode).  The margins are OpenCV's kernel half-widths (``ksize =
 round(8 sigma + 1) | 1`` for float images); ``tests/test_video.py`` checks that they are enough and that a smaller
-one is caught.
+one is caught.  With motion compensation only the tiles over the threshold are written, from crops reaching the
+groups' margins in pixels: their neighbours keep the prediction.
 """
 
 from __future__ import annotations
@@ -93,7 +133,10 @@ from .io import DEFAULT_MAX_PIXELS, ImageLike, load_image
 from .scoring import Query, Scorer, default_scorer
 from .selection import Selection, resolve_select_config
 from .selection import select as select_tokens
-from .texture import Texture, compute_channels
+from .texture import Texture
+
+#: the storage dtype in NumPy: tile maps are converted there, single-threaded (see ``Texture.flat_features``)
+_STORAGE_NP = torch.empty(0, dtype=STORAGE_DTYPE).numpy().dtype
 
 # ----------------------------------------------------------------------------------------------------------
 # Per-group update rules
@@ -108,6 +151,10 @@ def gaussian_radius(sigma: float) -> int:
 EDGES_MARGIN = max(1, 15 // 2, gaussian_radius(1.5) + gaussian_radius(math.sqrt(3.0**2 - 1.5**2)))
 #: ops.band_energy: fine sigma 1, then coarse sigma sqrt(4^2 - 1^2) applied to the fine image
 FREQUENCY_MARGIN = gaussian_radius(1.0) + gaussian_radius(math.sqrt(4.0**2 - 1.0**2))
+#: the distance group with motion compensation: a crop sees edges up to this far (a cap, not an exact margin)
+DISTANCE_MARGIN = 20
+
+MOTION_KINDS = ("auto", "local", "frame", "warp", "nearest")
 
 
 @dataclass(frozen=True)
@@ -120,17 +167,38 @@ class UpdateRule:
             only) or ``"memory"`` (written from the video memory every frame).
         margin: local groups: pixels read beyond the tile's own.
         reads_previous: local groups that also read the previous reference (``ctx.frame["previous_gray"]``).
+        motion: how the group follows the picture with motion compensation (an approximate mode): ``"local"``
+            (moved with the camera; re-encoded from crops, ``motion_margin`` px wide, where the residual is
+            large), ``"frame"`` (recomputed on the whole frame every frame: cheap global groups, the frame
+            difference), ``"warp"`` / ``"nearest"`` (moved with the camera, bilinear / nearest-neighbour for labels;
+            recomputed on keyframes), or ``"auto"``: local groups ``"local"`` (``"frame"`` if they read the
+            previous frame), global groups ``"frame"``.
+        motion_margin: pixels a ``"local"`` group's crops reach beyond their tiles with motion compensation
+            (``None``: ``margin``).
     """
 
     kind: str
     margin: int = 0
     reads_previous: bool = False
+    motion: str = "auto"
+    motion_margin: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in ("local", "global", "size", "memory"):
             raise ConfigError(f"unknown update rule kind {self.kind!r}; use local, global, size or memory")
-        if self.margin < 0:
-            raise ConfigError(f"an update rule's margin must be >= 0, got {self.margin}")
+        if self.margin < 0 or (self.motion_margin is not None and self.motion_margin < 0):
+            raise ConfigError(f"an update rule's margins must be >= 0, got {self.margin}, {self.motion_margin}")
+        if self.motion not in MOTION_KINDS:
+            raise ConfigError(f"unknown motion rule {self.motion!r}; use {', '.join(MOTION_KINDS)}")
+
+    @property
+    def moves(self) -> str:
+        """The motion-compensation rule, ``"auto"`` resolved (``"size"`` / ``"memory"`` for those kinds)."""
+        if self.kind in ("size", "memory"):
+            return self.kind
+        if self.motion != "auto":
+            return self.motion
+        return "local" if self.kind == "local" and not self.reads_previous else "frame"
 
 
 GLOBAL = UpdateRule("global")
@@ -141,9 +209,11 @@ UPDATE_RULES: dict[str, UpdateRule] = {
     "edges": UpdateRule("local", EDGES_MARGIN),
     "frequency": UpdateRule("local", FREQUENCY_MARGIN),
     "saliency": GLOBAL,
-    "distance": GLOBAL,
-    "clusters": GLOBAL,
-    "boundaries": GLOBAL,
+    "distance": UpdateRule("global", motion="local", motion_margin=DISTANCE_MARGIN),
+    "clusters": UpdateRule("global", motion="nearest"),
+    "boundaries": UpdateRule("global", motion="nearest"),
+    "text": UpdateRule("global", motion="warp"),
+    "semantic": UpdateRule("global", motion="warp"),
     "position": UpdateRule("size"),
     "temporal": UpdateRule("memory"),
 }
@@ -163,6 +233,12 @@ def update_rule(group: str) -> UpdateRule:
 # Configuration, statistics, session
 
 
+#: default change thresholds (grey levels): exact change detection against the reference's pixels, and the residual
+#: against the motion-compensated canvas (cell means: JPEG noise, sub-pixel blur and parallax stay below it)
+EXACT_THRESHOLD = 2.0
+MOTION_THRESHOLD = 8.0
+
+
 @dataclass(frozen=True)
 class VideoConfig:
     """How a video session updates its texture and memory.
@@ -172,7 +248,16 @@ class VideoConfig:
         keyframes: keyframes kept in memory after they leave the FIFO.
         keyframe_interval: a full refresh every this many frames (1: every frame).
         change_threshold: a tile is re-encoded when its mean absolute difference to the reference exceeds this
-            many grey levels; 0 = any change (the texture is then exactly the frame's from-scratch encode).
+            many grey levels; 0 = any change (the texture is then exactly the frame's from-scratch encode).  With
+            motion compensation the difference is the residual against the motion-compensated canvas, on cells of a
+            quarter tile.  ``None``: the update's default, ``EXACT_THRESHOLD`` or ``MOTION_THRESHOLD``.
+        update: ``"exact"`` (change detection: the texture is exactly the encode of the reference), ``"motion"``
+            (motion compensation: features move with the camera, only tiles the motion does not explain are
+            re-encoded; approximate, for a moving camera) or ``"auto"``: ``"motion"`` unless ``change_threshold``
+            is 0 or there is no optical flow (``flow_size=None``), then ``"exact"``.
+        reencode_budget: with motion compensation, at most this share of the level-0 tiles is re-encoded per
+            frame (largest residual first); the rest moves with the camera until a later frame or a keyframe
+            refreshes it.
         refresh_neighbours: also recompute tiles within a changed tile's filter margin (exact); ``False`` is
             cheaper and approximate.
         incremental: ``False`` encodes every frame from scratch (the reference path for comparisons).
@@ -185,14 +270,17 @@ class VideoConfig:
         stability: keep the previous frame's tiles unless a new tile beats one by this margin (in score units,
             log-relevance: 0.5 = 1.65x); 0 = off.
         max_streams: streams (independent query memories) kept; the least recently used is forgotten.
-        full_frame_share: when a frame's crops would cover more than this share of the grid, the frame is encoded
-            from scratch instead (no more expensive, and the whole reference becomes the frame).
+        full_frame_share: when a frame's crops would cover more than this share of the grid (with motion
+            compensation: when more than this share of the tiles is over the threshold), the frame is encoded from
+            scratch instead (no more expensive, and the whole reference becomes the frame).
     """
 
     memory: int = 6
     keyframes: int = 2
     keyframe_interval: int = 30
-    change_threshold: float = 2.0
+    change_threshold: float | None = None
+    update: str = "auto"
+    reencode_budget: float = 0.05
     refresh_neighbours: bool = True
     incremental: bool = True
     scene_cut: float | None = 30.0
@@ -210,7 +298,8 @@ class VideoConfig:
              "keyframes must be an integer in [0, 1000]"),
             (isinstance(self.keyframe_interval, int) and self.keyframe_interval >= 1,
              "keyframe_interval must be a positive integer"),
-            (self.change_threshold >= 0, "change_threshold must be >= 0 (grey levels)"),
+            (self.change_threshold is None or self.change_threshold >= 0,
+             "change_threshold must be >= 0 (grey levels), or None (the update's default)"),
             (self.scene_cut is None or self.scene_cut > 0, "scene_cut must be > 0 grey levels, or None (off)"),
             (self.on_size_change in ("keyframe", "error"), "on_size_change must be 'keyframe' or 'error'"),
             (self.flow_size is None or (isinstance(self.flow_size, int) and self.flow_size >= 16),
@@ -219,10 +308,28 @@ class VideoConfig:
             (self.stability >= 0, "stability must be >= 0"),
             (isinstance(self.max_streams, int) and self.max_streams >= 1, "max_streams must be >= 1"),
             (0.0 < self.full_frame_share <= 1.0, "full_frame_share must be in (0, 1]"),
+            (self.update in ("auto", "exact", "motion"), "update must be 'auto', 'exact' or 'motion'"),
+            (self.update != "motion" or self.flow_size is not None,
+             "update='motion' needs optical flow: set flow_size (or use update='exact')"),
+            (0.0 <= self.reencode_budget <= 1.0, "reencode_budget must be in [0, 1]"),
         ]
         for ok, message in checks:
             if not ok:
                 raise ConfigError(message)
+
+    @property
+    def motion_compensated(self) -> bool:
+        """Whether an incremental session updates with motion compensation (see ``update``)."""
+        if not self.incremental or self.update == "exact":
+            return False
+        return self.update == "motion" or (self.change_threshold != 0 and self.flow_size is not None)
+
+    @property
+    def threshold(self) -> float:
+        """``change_threshold``, or the default of the session's update."""
+        if self.change_threshold is not None:
+            return self.change_threshold
+        return MOTION_THRESHOLD if self.motion_compensated else EXACT_THRESHOLD
 
     def replace(self, **changes: Any) -> VideoConfig:
         return dataclasses.replace(self, **changes)
@@ -240,8 +347,11 @@ class FrameStats:
         reencoded_share: share of level-0 tiles whose pixel channels were recomputed (changed tiles, their filter
             neighbourhood and crop overhead; 1.0 when the frame was encoded from scratch).
         crops: crops the local groups ran on.
-        timings_ms: ``change``, ``flow``, ``memory``, ``plan``, ``local``, ``global``, ``mips``, ``texture``,
-            ``total`` (``local`` is the whole channel computation when the frame is encoded from scratch).
+        timings_ms: ``change``, ``flow``, ``memory``, ``plan``, ``warp``, ``local``, ``global``, ``mips``,
+            ``texture``, ``total`` (``local`` is the whole channel computation when the frame is encoded from
+            scratch; ``warp`` moves the features with the camera).
+        camera: with motion compensation, the camera motion since the previous frame as a similarity transform:
+            ``dx``, ``dy`` (px, at the image centre), ``scale`` and ``rotation`` (degrees); ``None`` otherwise.
     """
 
     index: int
@@ -251,11 +361,15 @@ class FrameStats:
     reencoded_share: float
     crops: int
     timings_ms: dict[str, float] = field(default_factory=dict)
+    camera: dict[str, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"frame": self.index, "keyframe": self.keyframe, "reason": self.reason,
-                "changed_share": round(self.changed_share, 5), "reencoded_share": round(self.reencoded_share, 5),
-                "crops": self.crops, "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()}}
+        out = {"frame": self.index, "keyframe": self.keyframe, "reason": self.reason,
+               "changed_share": round(self.changed_share, 5), "reencoded_share": round(self.reencoded_share, 5),
+               "crops": self.crops, "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()}}
+        if self.camera is not None:
+            out["camera"] = {k: round(v, 4) for k, v in self.camera.items()}
+        return out
 
 
 @dataclass
@@ -288,33 +402,65 @@ class _Layout:
     grid: tuple[int, int]
     channels: tuple[str, ...]
     groups: dict[str, tuple[int, int]]
-    absent: tuple[str, ...]
+    absent: tuple[str, ...]  # known after the first encode
     coverage: list[np.ndarray]
     coverage_t: list[torch.Tensor]
     local: list[tuple[int, tuple[str, ...], bool]]  # (tile margin k, groups, reads previous), by k
     global_groups: tuple[str, ...]
     temporal: tuple[int, int]  # always present: VideoPredictor adds the group
+    # motion compensation (UpdateRule.moves): groups kept as cell means of their pixel maps on the canvas and
+    # re-encoded from crops (a "local" group needs ChannelGroup.pixels and must not read the previous frame, else it
+    # is recomputed on the whole frame), the crops' margin (px, the largest of theirs); groups recomputed on the whole
+    # frame; channels moved from the keyframe's tile maps, bilinear and nearest-neighbour
+    moving_local: tuple[str, ...]
+    moving_margin: int
+    moving_frame: tuple[str, ...]
+    moving_warp: np.ndarray
+    moving_nearest: np.ndarray
+    cell: int  # cell size in px, per_tile cells per tile side
+    per_tile: int
+    cell_coverage: np.ndarray  # (ch, cw)
+    canvas_margin: int  # cells around the keyframe's on the canvas, for what the camera uncovers
+    raw: dict[str, tuple[int, int]] = field(default_factory=dict)  # canvas channels per moving-local group
 
     @classmethod
-    def build(cls, config: EncodeConfig, shape: tuple[int, int], channels: tuple[str, ...], absent: tuple[str, ...],
-              coverage: list[np.ndarray], device: torch.device) -> _Layout:
+    def build(cls, config: EncodeConfig, shape: tuple[int, int], device: torch.device) -> _Layout:
         groups, start = {}, 0
         buckets: dict[int, list[str]] = {}
         global_groups = []
+        moving: dict[str, list[str]] = {"local": [], "frame": [], "warp": [], "nearest": []}
         for name in resolve_groups(config):
-            n = len(get_group(name).channels)
-            groups[name] = (start, start + n)
-            start += n
+            group = get_group(name)
+            groups[name] = (start, start + len(group.channels))
+            start += len(group.channels)
             rule = update_rule(name)
             if rule.kind == "local":
                 buckets.setdefault(-(-rule.margin // config.patch_size), []).append(name)
             elif rule.kind == "global":
                 global_groups.append(name)
+            moves = rule.moves
+            if moves == "local" and (group.pixels is None or rule.reads_previous):
+                moves = "frame"
+            if moves in moving:
+                moving[moves].append(name)
         local = [(k, tuple(names), any(update_rule(n).reads_previous for n in names))
                  for k, names in sorted(buckets.items())]
-        return cls(shape=shape, grid=coverage[0].shape, channels=channels, groups=groups, absent=absent,
-                   coverage=coverage, coverage_t=[torch.from_numpy(c).to(device) for c in coverage], local=local,
-                   global_groups=tuple(global_groups), temporal=groups["temporal"])
+        h, w = shape
+        p = config.patch_size
+        gh, gw = ops.grid_shape(h, w, p)
+        _, _, coverage = ops.build_mips(np.zeros((gh, gw, 0), np.float32), ops.coverage0(h, w, p),
+                                        ops.num_levels(gh, gw, config.max_levels))
+        cell = cell_size(p)
+        margins = [update_rule(n).margin if update_rule(n).motion_margin is None else update_rule(n).motion_margin
+                   for n in moving["local"]]
+        return cls(shape=shape, grid=(gh, gw), channels=sum((get_group(n).channels for n in groups), ()),
+                   groups=groups, absent=(), coverage=coverage,
+                   coverage_t=[torch.from_numpy(c).to(device) for c in coverage], local=local,
+                   global_groups=tuple(global_groups), temporal=groups["temporal"], moving_local=tuple(moving["local"]),
+                   moving_margin=max(margins + [0]), moving_frame=tuple(moving["frame"]),
+                   moving_warp=_indices([groups[n] for n in moving["warp"]]),
+                   moving_nearest=_indices([groups[n] for n in moving["nearest"]]), cell=cell, per_tile=p // cell,
+                   cell_coverage=ops.coverage0(h, w, cell), canvas_margin=-(-max(h, w) // (8 * cell)))
 
 
 @dataclass
@@ -339,8 +485,15 @@ class VideoState:
     _tensors: dict[str, torch.Tensor] = field(default_factory=dict, repr=False)
     _changed: np.ndarray | None = field(default=None, repr=False)
     _small: tuple[np.ndarray, int] | None = field(default=None, repr=False)  # (grey copy for flow, factor)
+    # motion compensation: the canvas, cells of the keyframe's grid plus a margin (head: validity, grey level; cells:
+    # the cell means of the moving-local groups' pixel maps), the camera (keyframe -> current, tile coordinates), the
+    # keyframe's tile maps of the groups moved whole ("warp", "nearest") and its label tensors
+    _canvas: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    _camera: np.ndarray | None = field(default=None, repr=False)
+    _anchor: dict[str, Any] = field(default_factory=dict, repr=False)
     _thumb: np.ndarray | None = field(default=None, repr=False)
     _last_key: int = field(default=0, repr=False)
+    _picked: int = field(default=0, repr=False)  # tiles the last motion-compensated frame re-encoded: the next guess
     _memory: deque = field(default_factory=deque, repr=False)
     _keyframes: deque = field(default_factory=deque, repr=False)
     _streams: OrderedDict = field(default_factory=OrderedDict, repr=False)
@@ -359,13 +512,15 @@ class VideoState:
     @property
     def reference(self) -> np.ndarray:
         """(H, W, 3) uint8: the pixels the texture encodes -- the current frame where a tile changed by more than
-        the threshold, the last encoded pixels elsewhere (the frame itself with threshold 0)."""
+        the threshold, the last encoded pixels elsewhere (the frame itself with threshold 0).  With motion
+        compensation, the frame: the texture approximates its encode."""
         self._require_frame()
         return self._ref
 
     def encode_inputs(self) -> dict[str, np.ndarray]:
         """The temporal inputs of the current texture, as ``encode_array(..., frame=...)`` takes them:
-        ``encode_array(state.reference, state.encode_config, frame=state.encode_inputs())`` reproduces it."""
+        ``encode_array(state.reference, state.encode_config, frame=state.encode_inputs())`` reproduces it (exact
+        update) or encodes what it approximates (motion compensation)."""
         self._require_frame()
         out = {"temporal": self.temporal}
         if self._prev_gray is not None:
@@ -424,24 +579,8 @@ class VideoResult:
 # Pure helpers on the tile grid
 
 
-def tile_change(frame: np.ndarray, ref: np.ndarray, patch: int) -> np.ndarray:
-    """Mean absolute difference of each level-0 tile between two frames, in grey levels.
-
-    Args:
-        frame, ref: (H, W, 3) uint8.
-    Returns:
-        (gh, gw) float32: mean over the tile's pixels (those inside the image) and the 3 channels of
-        ``|frame - ref|``; exactly 0 iff the tile is identical (integer sums via an integral image).
-    """
-    h, w = frame.shape[:2]
-    gh, gw = ops.grid_shape(h, w, patch)
-    depth = cv2.CV_32S if h * w * 255 < 2**31 else cv2.CV_64F
-    s = cv2.integral(cv2.absdiff(frame, ref), sdepth=depth)  # (H+1, W+1, 3)
-    ys = np.minimum(np.arange(gh + 1) * patch, h)
-    xs = np.minimum(np.arange(gw + 1) * patch, w)
-    c = s[ys][:, xs].astype(np.float64).sum(-1)
-    sums = c[1:, 1:] - c[:-1, 1:] - c[1:, :-1] + c[:-1, :-1]
-    return (sums / (np.outer(np.diff(ys), np.diff(xs)) * frame.shape[2])).astype(np.float32)
+#: mean absolute difference per level-0 tile of two frames, grey levels over pixels and RGB (:func:`ops.tile_abs_diff`)
+tile_change = ops.tile_abs_diff
 
 
 def dilate_tiles(mask: np.ndarray, k: int) -> np.ndarray:
@@ -566,6 +705,199 @@ def tile_flow(prev_small: np.ndarray, cur_small: np.ndarray, dis: Any, grid: tup
     return xx + f[..., 0], yy + f[..., 1]
 
 
+def flow_shift(dest_x: np.ndarray, dest_y: np.ndarray) -> np.ndarray:
+    """The tiles' median motion as a translation (2, 3), in tile coordinates (tile (r, c) at ``(x, y) = (c, r)``):
+    the camera's motion where most of the picture is background, a first guess for :func:`register`.
+
+    Args:
+        dest_x, dest_y: (gh, gw) float32 from :func:`tile_flow`.
+    """
+    gh, gw = dest_x.shape
+    dx = float(np.median(dest_x - np.arange(gw, dtype=np.float32)[None, :]))
+    dy = float(np.median(dest_y - np.arange(gh, dtype=np.float32)[:, None]))
+    return np.array([[1.0, 0.0, dx], [0.0, 1.0, dy]])
+
+
+def move_tiles(maps: np.ndarray, motion: np.ndarray, nearest: bool = False) -> np.ndarray:
+    """Tile maps moved by an affine transform of tile coordinates: each tile samples the maps at its source position (bilinear,
+    or nearest-neighbour for labels); a source outside the grid repeats the border.
+    (gh, gw[, C]) -> the same shape and dtype (integer labels go through float32, exactly)."""
+    gh, gw = maps.shape[:2]
+    src = maps.astype(np.float32) if maps.dtype.kind != "f" else maps
+    out = cv2.warpAffine(src, motion, (gw, gh), flags=cv2.INTER_NEAREST if nearest else cv2.INTER_LINEAR,
+                         borderMode=cv2.BORDER_REPLICATE)
+    return out.reshape(maps.shape).astype(maps.dtype, copy=False)
+
+
+def then(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """The 2x3 affine transform ``second`` applied after ``first``."""
+    return second[:, :2] @ first + np.hstack([np.zeros((2, 2)), second[:, 2:]])
+
+
+def regrid(motion: np.ndarray, size: float, new_size: float) -> np.ndarray:
+    """A transform between grids of ``size``-px cells, expressed on grids of ``new_size``-px cells (cell c's centre,
+    at (c + 1/2) size px, is cell (c + 1/2) size / new_size - 1/2 there)."""
+    a = size / new_size
+    b = 0.5 * a - 0.5
+    m = motion[:, :2]
+    return np.hstack([m, (a * motion[:, 2] + b - m.sum(axis=1) * b)[:, None]])
+
+
+def register(head: np.ndarray, grey: np.ndarray, to_canvas: np.ndarray, iterations: int = 1, step: int = 3
+             ) -> np.ndarray:
+    """Refine where a frame lies on the canvas: Gauss-Newton steps of a similarity transform (rotation, scale and
+    shift about the frame's centre) that bring the canvas's grey levels onto the frame's, on every ``step``-th cell
+    each way; cells the camera does not explain (moving objects: |residual| beyond 4.685 robust standard deviations, at
+    least 8 grey levels) are weighted out by Tukey's biweight.
+
+    Args:
+        head: (Hc, Wc, 2) float32, the canvas's validity and grey level.  grey: (ch, cw) float32, the frame's cells.
+        to_canvas: (2, 3) the frame's cell coordinates -> canvas coordinates, a first guess.
+    Returns:
+        the refined (2, 3) transform (the guess where fewer than 64 cells are valid).
+    """
+    ch, cw = grey.shape
+    cx, cy = (cw - 1) / 2.0, (ch - 1) / 2.0
+    x = np.broadcast_to(np.arange(0, cw, step, dtype=np.float32)[None, :] - np.float32(cx), grey[::step, ::step].shape)
+    y = np.broadcast_to(np.arange(0, ch, step, dtype=np.float32)[:, None] - np.float32(cy), x.shape)
+    g = grey[::step, ::step]
+    for _ in range(iterations):
+        pred = cv2.warpAffine(head, to_canvas, (cw, ch), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+                              borderMode=cv2.BORDER_CONSTANT)
+        p = pred[..., 1]
+        gx = cv2.Sobel(p, cv2.CV_32F, 1, 0, ksize=3, scale=0.125)[::step, ::step]
+        gy = cv2.Sobel(p, cv2.CV_32F, 0, 1, ksize=3, scale=0.125)[::step, ::step]
+        ok = pred[::step, ::step, 0] > 0.999
+        ok[[0, -1], :] = ok[:, [0, -1]] = False  # the gradient needs both neighbours
+        if ok.sum() < 64:
+            break
+        r = (g - p[::step, ::step])[ok]
+        scale = max(4.685 * 1.4826 * float(np.median(np.abs(r))), 8.0)
+        w = np.clip(1.0 - (r / scale) ** 2, 0.0, None) ** 2
+        gx, gy, xs, ys = gx[ok], gy[ok], x[ok], y[ok]
+        jac = np.stack([gx, gy, gx * xs + gy * ys, gy * xs - gx * ys])
+        jw = jac * w
+        try:
+            tx, ty, a, b = np.linalg.solve(jw @ jac.T + 1e-6 * np.eye(4), jw @ r)
+        except np.linalg.LinAlgError:
+            break
+        to_canvas = then(np.array([[1 + a, -b, tx - a * cx + b * cy], [b, 1 + a, ty - b * cx - a * cy]]), to_canvas)
+    return to_canvas
+
+
+def cell_size(patch: int) -> int:
+    """Side in px of the cells motion compensation keeps pixel statistics at: a quarter of a tile (a half, or the tile,
+    when the patch size is not divisible by 4, 2)."""
+    for q in (4, 2):
+        if patch % q == 0:
+            return patch // q
+    return patch
+
+
+def cells_to_tiles(cells: np.ndarray, coverage: np.ndarray, per_tile: int) -> np.ndarray:
+    """Tile means from cell means: the coverage-weighted mean of each tile's ``per_tile`` x ``per_tile`` cells, exactly
+    the tile mean of the pixel map whose cell means ``cells`` holds (a cell's mean times its coverage is its pixel sum
+    over s²; cells beyond the frame weigh nothing).
+
+    Args:
+        cells: (ch, cw, k) float32.  coverage: (ch, cw) float32, :func:`ops.coverage0` at the cell size.
+    Returns:
+        (ceil(ch / per_tile), ceil(cw / per_tile), k) float32.
+    """
+    ch, cw, k = cells.shape
+    q = per_tile
+    gh, gw = -(-ch // q), -(-cw // q)
+    if coverage.min() == 1.0:  # whole cells: block means, the whole blocks in one call, the leftover row and column apart
+        h0, w0 = ch // q, cw // q
+        out = np.empty((gh, gw, k), np.float32)
+        if h0 and w0:
+            out[:h0, :w0] = cv2.resize(cells[: h0 * q, : w0 * q], (w0, h0), interpolation=cv2.INTER_AREA
+                                       ).reshape(h0, w0, k)
+        if h0 < gh and w0:
+            out[h0, :w0] = cells[h0 * q :, : w0 * q].reshape(ch - h0 * q, w0, q, k).mean(axis=(0, 2))
+        if w0 < gw and h0:
+            out[:h0, w0] = cells[: h0 * q, w0 * q :].reshape(h0, q, cw - w0 * q, k).mean(axis=(1, 2))
+        if h0 < gh and w0 < gw:
+            out[h0, w0] = cells[h0 * q :, w0 * q :].mean(axis=(0, 1))
+        return out
+    x = cells * coverage[..., None]
+    if (gh * q, gw * q) != (ch, cw):
+        pad = (0, gh * q - ch, 0, gw * q - cw, cv2.BORDER_CONSTANT)
+        x, coverage = cv2.copyMakeBorder(x, *pad, value=0), cv2.copyMakeBorder(coverage, *pad, value=0)
+    means = cv2.resize(x, (gw, gh), interpolation=cv2.INTER_AREA).reshape(gh, gw, k)  # block means
+    return means / cv2.resize(coverage, (gw, gh), interpolation=cv2.INTER_AREA)[..., None]
+
+
+def grey_cells(gray: np.ndarray, cell: int) -> np.ndarray:
+    """Mean grey level of every ``cell``-px cell (edge-padded to whole cells; OpenCV's integer area path, rounded to
+    integer levels).  (H, W) uint8 -> (ceil(H/s), ceil(W/s)) uint8."""
+    h, w = gray.shape
+    ch, cw = ops.grid_shape(h, w, cell)
+    if (ch * cell, cw * cell) != (h, w):
+        gray = cv2.copyMakeBorder(gray, 0, ch * cell - h, 0, cw * cell - w, cv2.BORDER_REPLICATE)
+    return cv2.resize(gray, (cw, ch), interpolation=cv2.INTER_AREA)
+
+
+#: Fixed cost of one crop (a call of every generator), in level-0 tiles' worth of pixels (measured on a 2-core x86
+#: CPU); :func:`cover_tiles` merges crops when that saves more than it adds.
+CROP_CALL_TILES = 16
+
+
+def cover_tiles(pick: np.ndarray, margin: float, block: int = 2, call_cost: float = CROP_CALL_TILES
+                ) -> list[tuple[int, int, int, int]]:
+    """Rectangles of tiles that cover every picked tile while keeping the pixels their crops read small.
+
+    The grid is cut into blocks of ``block`` x ``block`` tiles; each 8-connected group of blocks holding a picked
+    tile starts as its bounding rectangle, then the pair whose union saves most is merged while merging saves: a
+    rectangle of h x w tiles costs (h + 2 margin) (w + 2 margin) + ``call_cost`` (margin in tiles, the pixels a
+    crop reads beyond its tiles).
+
+    Args:
+        pick: (gh, gw) bool.
+    Returns:
+        ``[(r0, c0, r1, c1), ...]`` tile rectangles (r1, c1 exclusive), possibly overlapping.
+    """
+    gh, gw = pick.shape
+    bh, bw = -(-gh // block), -(-gw // block)
+    padded = np.zeros((bh * block, bw * block), bool)
+    padded[:gh, :gw] = pick
+    blocks = padded.reshape(bh, block, bw, block).any(axis=(1, 3)).astype(np.uint8)
+    n, _, stats, _ = cv2.connectedComponentsWithStats(blocks, connectivity=8)
+    if n <= 1:
+        return []
+    top, left = stats[1:, cv2.CC_STAT_TOP], stats[1:, cv2.CC_STAT_LEFT]
+    rects = np.stack([top * block, left * block, np.minimum((top + stats[1:, cv2.CC_STAT_HEIGHT]) * block, gh),
+                      np.minimum((left + stats[1:, cv2.CC_STAT_WIDTH]) * block, gw)], axis=1).astype(np.float64)
+
+    def cost(r: np.ndarray) -> np.ndarray:
+        return (r[..., 2] - r[..., 0] + 2 * margin) * (r[..., 3] - r[..., 1] + 2 * margin) + call_cost
+
+    while len(rects) > 1:
+        merged = np.concatenate([np.minimum(rects[:, None, :2], rects[None, :, :2]),
+                                 np.maximum(rects[:, None, 2:], rects[None, :, 2:])], axis=-1)
+        c = cost(rects)
+        saving = c[:, None] + c[None, :] - cost(merged)
+        np.fill_diagonal(saving, -np.inf)
+        i, j = np.unravel_index(int(np.argmax(saving)), saving.shape)
+        if saving[i, j] <= 0:
+            break
+        rects[i] = merged[i, j]
+        rects = np.delete(rects, j, axis=0)
+    return [(int(a), int(b), int(c), int(d)) for a, b, c, d in rects]
+
+
+def crop_box(rect: tuple[int, int, int, int], margin: int, patch: int, shape: tuple[int, int]
+             ) -> tuple[tuple[int, int, int, int], tuple[int, int, int, int]]:
+    """Pixels of a tile rectangle and of its crop: ``((y0, x0, y1, x1), (cy0, cx0, cy1, cx1))``, the crop reaching
+    ``margin`` px further (its origin even, so half-resolution copies align with the frame's), clipped at the image
+    border, where the filters' own border rule applies as in a full encode."""
+    h, w = shape
+    r0, c0, r1, c1 = rect
+    y0, x0, y1, x1 = r0 * patch, c0 * patch, min(r1 * patch, h), min(c1 * patch, w)
+    return (y0, x0, y1, x1), (max(y0 - margin, 0) & ~1, max(x0 - margin, 0) & ~1, min(y1 + margin, h),
+                              min(x1 + margin, w))
+
+
 def splat_matrix(dest_x: np.ndarray, dest_y: np.ndarray):
     """The (N, N) sparse matrix, N = gh * gw, that moves tile values to their flow destinations.
 
@@ -589,9 +921,9 @@ def splat_matrix(dest_x: np.ndarray, dest_y: np.ndarray):
         rows.append(ty[ok] * gw + tx[ok])
         cols.append(src[ok])
         vals.append(wgt[ok])
-    m = sparse.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
-    received = np.asarray(m.sum(axis=1)).ravel()
-    return sparse.diags(1.0 / np.maximum(received, 1.0)) @ m
+    rows, vals = np.concatenate(rows), np.concatenate(vals)
+    received = np.bincount(rows, weights=vals, minlength=n)
+    return sparse.csr_matrix((vals / np.maximum(received, 1.0)[rows], (rows, np.concatenate(cols))), shape=(n, n))
 
 
 def warp_tile_maps(splat, maps: list[np.ndarray]) -> list[np.ndarray]:
@@ -750,8 +1082,11 @@ class VideoPredictor:
         timings: dict[str, float] = {}
 
         t = time.perf_counter()
+        moving = cfg.motion_compensated
         gray = ops.to_gray(rgb)
-        thumb = _downscale(gray, 64)[0].astype(np.float32)
+        # a motion-compensated session works on grey cells of a quarter tile: its thumbnail and flow copy come from them
+        cells = grey_cells(gray, cell_size(p)) if moving else None
+        thumb = _downscale(gray if cells is None else cells, 64)[0].astype(np.float32)
         reason = ""
         if state._ref is None:
             reason = "first"
@@ -766,25 +1101,33 @@ class VideoPredictor:
         elif idx - state._last_key >= cfg.keyframe_interval:
             reason = "interval"
         new_scene = reason in ("first", "size_change", "scene_cut")
-        diff = None if new_scene else tile_change(rgb, state._ref, p)
-        changed = np.ones(grid, bool) if diff is None else diff > cfg.change_threshold
+        # change detection against the reference: the exact update's input (moving updates and sessions that encode
+        # every frame from scratch do without)
+        diff = None if new_scene or moving or not cfg.incremental else tile_change(rgb, state._ref, p)
+        changed = np.ones(grid, bool) if diff is None else diff > cfg.threshold
         timings["change"] = (time.perf_counter() - t) * 1000.0
 
         # the memory: forget it at a new scene, else move it with the picture (its maps stay in the coordinates of
-        # the last frame that changed, whose small grey copy is kept for the next flow)
+        # the last frame that changed, whose small grey copy is kept for the next flow); the same flow gives the
+        # camera motion of a moving update
         t = time.perf_counter()
+        shift = None
         if new_scene:
             state._forget()
             state._installed = "main"
-            state._small = _downscale(gray, cfg.flow_size) if cfg.flow_size else None
+            state._small = self._flow_copy(gray, cells, cfg.flow_size, p) if cfg.flow_size else None
         elif cfg.flow_size and changed.any():
-            small, scale = _downscale(gray, cfg.flow_size)
-            if min(small.shape) >= 16 and state._records():
+            small, scale = self._flow_copy(gray, cells, cfg.flow_size, p)
+            records = state._records()
+            if min(small.shape) >= 16 and (records or moving):
                 if state._flow is None:
                     state._flow = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_ULTRAFAST)
                     state._flow.setFinestScale(1)  # the preset stops at 1/4 of the (already small) copy: too coarse
-                splat = splat_matrix(*tile_flow(state._small[0], small, state._flow, grid, p, scale))
-                _warp_memory(state._records(), splat)
+                dest = tile_flow(state._small[0], small, state._flow, grid, p, scale)
+                if records:
+                    _warp_memory(records, splat_matrix(*dest))
+                if moving:
+                    shift = flow_shift(*dest)
             state._small = (small, scale)
         timings["flow"] = (time.perf_counter() - t) * 1000.0
         t = time.perf_counter()
@@ -792,18 +1135,30 @@ class VideoPredictor:
         timings["memory"] = (time.perf_counter() - t) * 1000.0
 
         prev_gray = None if new_scene else state._ref_gray
-        plans = None
+        done = None  # (changed share, re-encoded share, crops) of an update; None: encode the frame from scratch
+        camera = None
         t = time.perf_counter()
-        if not new_scene and cfg.incremental:
+        if new_scene or not cfg.incremental or (moving and reason == "interval"):
+            pass
+        elif moving:
+            before = state._camera
+            done = self._encode_moving(state, rgb, gray, cells, np.eye(2, 3) if shift is None else shift, prev_gray,
+                                       temporal, timings)
+            if done is not None:
+                camera = _camera_stats(then(cv2.invertAffineTransform(before), state._camera), grid, p)
+        else:
             if reason == "interval":  # a refresh is an update with threshold 0: the texture becomes the frame's own
                 changed = diff > 0
             plans = self._plan(state, changed)  # None: the crops would cover the frame anyway
-        timings["plan"] = (time.perf_counter() - t) * 1000.0
-        if plans is None:  # from scratch; without a new scene this refreshes the whole reference for free
-            reencoded, crops = self._encode_full(state, rgb, gray, prev_gray, temporal, timings)
-            moved = np.zeros(grid, bool) if new_scene else diff > 0
+            timings["plan"] = (time.perf_counter() - t) * 1000.0
+            if plans is not None:
+                done = (float(changed.mean()), *self._encode_changed(state, rgb, changed, plans, prev_gray, temporal,
+                                                                      timings))
+        timings.setdefault("plan", (time.perf_counter() - t) * 1000.0)
+        if done is None:  # from scratch; without a new scene this refreshes the whole reference for free
+            done = (float(changed.mean()), *self._encode_full(state, rgb, gray, prev_gray, temporal, timings))
+            moved = diff > 0 if diff is not None else np.zeros(grid, bool)
         else:
-            reencoded, crops = self._encode_changed(state, rgb, changed, plans, prev_gray, temporal, timings)
             moved = changed
         keyframe = bool(reason)
         if keyframe:
@@ -824,8 +1179,8 @@ class VideoPredictor:
         timings["texture"] = (time.perf_counter() - t) * 1000.0
         timings["total"] = (time.perf_counter() - t_start) * 1000.0
         stats = FrameStats(index=idx, keyframe=keyframe, reason=reason or ("full" if not cfg.incremental else ""),
-                           changed_share=float(changed.mean()), reencoded_share=reencoded, crops=crops,
-                           timings_ms=timings)
+                           changed_share=done[0], reencoded_share=done[1], crops=done[2], timings_ms=timings,
+                           camera=camera)
         state.texture.timings_ms = dict(timings)
         state.texture.extras["video"] = stats.to_dict()
         state.last_stats = stats
@@ -834,26 +1189,53 @@ class VideoPredictor:
     def _encode_full(self, state: VideoState, rgb: np.ndarray, gray: np.ndarray, prev_gray: np.ndarray | None,
                      temporal: np.ndarray, timings: dict[str, float]) -> tuple[float, int]:
         """Encode the frame from scratch: a new scene, ``incremental=False``, or an update whose crops would cover
-        the frame anyway (then the whole reference is refreshed to the frame at no extra cost)."""
+        the frame anyway (then the whole reference is refreshed to the frame at no extra cost).  With motion
+        compensation this is a keyframe: the canvas and the camera start again from this frame."""
         t = time.perf_counter()
-        ecfg = state.encode_config
+        ecfg, moving = state.encode_config, state.config.motion_compensated
+        h, w = rgb.shape[:2]
+        if state._layout is None or state._layout.shape != (h, w):
+            state._layout = _Layout.build(ecfg, (h, w), state.device)
+        layout = state._layout
         inputs = {"temporal": temporal}
         if prev_gray is not None:
             inputs["previous_gray"] = prev_gray
         state._ref = rgb.copy()
         state._ref_gray = gray
-        x0, channels, _, absent, ctx = compute_channels(state._ref, ecfg, inputs)
+        ctx = EncodeContext(state._ref, ecfg, frame=inputs)
+        ctx.gray = gray  # already made (a cached_property: the attribute is its cache)
+        cells: dict[str, np.ndarray] = {}
+        generators = {g: _cell_generator(get_group(g), layout, cells) for g in layout.moving_local} if moving else None
+        x0, _, _, layout.absent = run_groups(ctx, resolve_groups(ecfg), generators)
         timings["local"] = (time.perf_counter() - t) * 1000.0
         t = time.perf_counter()
-        h, w = rgb.shape[:2]
-        gh, gw = x0.shape[:2]
-        n_levels = ops.num_levels(gh, gw, ecfg.max_levels)
-        state._means, state._maxes, covs = ops.build_mips(x0, ops.coverage0(h, w, ecfg.patch_size), n_levels)
-        if state._layout is None or state._layout.shape != (h, w):
-            state._layout = _Layout.build(ecfg, (h, w), tuple(channels), absent, covs, state.device)
+        state._means, state._maxes, _ = ops.build_mips(x0, layout.coverage[0], len(layout.coverage))
         state._tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in ctx.tensors.items()}
+        if moving:
+            self._rebase(state, gray, cells, x0)
         timings["mips"] = (time.perf_counter() - t) * 1000.0
         return 1.0, 1
+
+    @staticmethod
+    def _rebase(state: VideoState, gray: np.ndarray, cells: dict[str, np.ndarray], x0: np.ndarray) -> None:
+        """Motion compensation starts again from a keyframe: its cells fill the canvas (margin empty), the camera is
+        the identity, its tile maps and label tensors become the anchor of the groups moved whole."""
+        layout = state._layout
+        m = layout.canvas_margin
+        ch, cw = layout.cell_coverage.shape
+        layout.raw, start = {}, 0
+        for g in layout.moving_local:
+            layout.raw[g] = (start, start + cells[g].shape[-1])
+            start += cells[g].shape[-1]
+        head = np.zeros((ch + 2 * m, cw + 2 * m, 2), np.float32)
+        head[m : m + ch, m : m + cw, 0] = 1.0
+        head[m : m + ch, m : m + cw, 1] = grey_cells(gray, layout.cell)
+        raw = np.zeros((ch + 2 * m, cw + 2 * m, start), np.float32)
+        for g, (a, b) in layout.raw.items():
+            raw[m : m + ch, m : m + cw, a:b] = cells[g]
+        state._canvas, state._camera = (head, raw), np.eye(2, 3)
+        state._anchor = {"warp": x0[..., layout.moving_warp].copy(), "nearest": x0[..., layout.moving_nearest].copy(),
+                         "tensors": dict(state._tensors)}
 
     def _plan(self, state: VideoState, changed: np.ndarray) -> list[tuple[tuple[str, ...], list, list]] | None:
         """Crops per local group bucket: ``[(groups, slices, plan_crops(...)), ...]``, or ``None`` when a bucket
@@ -927,6 +1309,155 @@ class VideoPredictor:
         timings["mips"] = (time.perf_counter() - t) * 1000.0
         return float(recomputed.mean()), crops
 
+    @staticmethod
+    def _flow_copy(gray: np.ndarray, cells: np.ndarray | None, size: int, patch: int) -> tuple[np.ndarray, int]:
+        """The grey copy optical flow runs on and its shrink factor: ``gray`` shrunk by an integer factor to at least
+        ``size`` px (:func:`_downscale`) -- from the grey cells of a motion-compensated session when the factor is a
+        multiple of the cell size (the same copy, up to the cells' rounding, at a fraction of the cost)."""
+        h, w = gray.shape
+        factor, cell = max(1, max(h, w) // size), cell_size(patch)
+        if cells is None or factor % cell:
+            return _downscale(gray, size)
+        k, hh, ww = factor // cell, max(h // factor, 1), max(w // factor, 1)
+        if k == 1:
+            return np.ascontiguousarray(cells[:hh, :ww]), factor
+        return cv2.resize(cells[: hh * k, : ww * k], (ww, hh), interpolation=cv2.INTER_AREA), factor
+
+    def _encode_moving(self, state: VideoState, rgb: np.ndarray, gray: np.ndarray, grey: np.ndarray,
+                       motion: np.ndarray, prev_gray: np.ndarray, temporal: np.ndarray, timings: dict[str, float]
+                       ) -> tuple[float, float, int] | None:
+        """A motion-compensated update (see the module docstring): read the canvas where the camera now looks, re-encode
+        the tiles whose grey residual exceeds the threshold (largest first, within ``reencode_budget``) from crops of
+        the frame and write them back to the canvas, recompute the per-frame groups, rebuild the mips.  Returns
+        ``(changed share, re-encoded share, crops)``, or ``None`` when more than ``full_frame_share`` of the tiles is
+        over the threshold (the frame is then encoded from scratch, a keyframe)."""
+        t = time.perf_counter()
+        cfg, ecfg, layout = state.config, state.encode_config, state._layout
+        p = ecfg.patch_size
+        h, w = rgb.shape[:2]
+        grid, cell, q, m = layout.grid, layout.cell, layout.per_tile, layout.canvas_margin
+        ch, cw = layout.cell_coverage.shape
+        # where the frame lies on the canvas: last frame's place moved by the flow, then registered
+        shift = np.array([[1.0, 0, m], [0, 1.0, m]])  # keyframe cells -> canvas
+        guess = then(cv2.invertAffineTransform(regrid(then(state._camera, motion), p, cell)), shift)
+        grey = grey.astype(np.float32)
+        head, raw = state._canvas
+        to_canvas = register(head, grey, guess)
+        camera = regrid(then(shift, cv2.invertAffineTransform(to_canvas)), cell, p)  # keyframe -> frame, tiles
+        motion = then(cv2.invertAffineTransform(state._camera), camera)  # last frame -> this one
+        look = dict(dsize=(cw, ch), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderMode=cv2.BORDER_CONSTANT)
+        seen = cv2.warpAffine(head, to_canvas, **look)
+        cells = cv2.warpAffine(raw, to_canvas, **look).reshape(ch, cw, -1)
+        # the canvas is zero where it is not valid, so sampled values are premultiplied by their validity: tile means
+        # over the valid part are ratios of tile means
+        seen[..., 1] = np.abs(grey * seen[..., 0] - seen[..., 1])
+        validity, residual = np.moveaxis(cells_to_tiles(seen, layout.cell_coverage, q), -1, 0)
+        covered = np.maximum(validity, 1e-6)
+        residual /= covered
+        tiles = cells_to_tiles(cells, layout.cell_coverage, q) / covered[..., None]
+        uncovered = validity < 0.5  # most of the tile is new to the picture (the camera uncovered it)
+        residual[uncovered] = np.inf
+        timings["warp"] = (time.perf_counter() - t) * 1000.0
+
+        t = time.perf_counter()
+        over = residual > cfg.threshold
+        n, n_over = over.size, int(over.sum())
+        if n_over > cfg.full_frame_share * n:
+            return None
+        rects, state._picked = self._budget_rects(residual, n_over, layout.moving_margin, (h, w), p,
+                                                  cfg.reencode_budget, state._picked)
+        timings["plan"] = (time.perf_counter() - t) * 1000.0
+
+        t = time.perf_counter()
+        done, blocks = np.zeros(grid, bool), []
+        for rect in rects:  # every tile of a rectangle is re-encoded: its crop computes them all anyway
+            (y0, x0, y1, x1), (cy0, cx0, cy1, cx1) = crop_box(rect, layout.moving_margin, p, (h, w))
+            ctx = EncodeContext(rgb[cy0:cy1, cx0:cx1], ecfg)
+            v0, u0, v1, u1 = y0 // cell, x0 // cell, -(-y1 // cell), -(-x1 // cell)
+            for g in layout.moving_local:
+                a, b = layout.raw[g]
+                pixels = get_group(g).pixels(ctx)[y0 - cy0 : y1 - cy0, x0 - cx0 : x1 - cx0]
+                cells[v0:v1, u0:u1, a:b] = ops.tile_mean(pixels, cell).reshape(v1 - v0, u1 - u0, b - a)
+            r0, c0, r1, c1 = rect
+            tiles[r0:r1, c0:c1] = cells_to_tiles(cells[v0:v1, u0:u1], layout.cell_coverage[v0:v1, u0:u1], q)
+            done[r0:r1, c0:c1] = True
+            blocks.append((v0, u0, v1, u1))
+        for block in blocks:  # after every crop: rectangles may overlap
+            _write_back(state._canvas, grey, cells, block, to_canvas)
+        timings["local"] = (time.perf_counter() - t) * 1000.0
+
+        t = time.perf_counter()
+        x0 = state._means[0].copy()
+        stale = uncovered & ~done  # mostly new to the picture and over the budget: last frame's values, moved
+        last = move_tiles(x0, motion) if stale.any() else None
+        np.nan_to_num(tiles, copy=False)
+        for g in layout.moving_local:
+            a, b = layout.raw[g]
+            ga, gb = layout.groups[g]
+            group = get_group(g)
+            val = tiles[..., a:b]
+            x0[..., ga:gb] = val if group.finish is None else group.finish(val, p)
+            if last is not None:
+                x0[..., ga:gb][stale] = last[..., ga:gb][stale]
+        np.clip(x0, 0.0, 1.0, out=x0)  # the other channels are in [0, 1] already: one call clips the groups above
+        if len(layout.moving_warp):
+            x0[..., layout.moving_warp] = move_tiles(state._anchor["warp"], camera)
+        if len(layout.moving_nearest):
+            x0[..., layout.moving_nearest] = move_tiles(state._anchor["nearest"], camera, nearest=True)
+            for k, v in state._anchor["tensors"].items():  # label maps on the tile grid (superpixel ids) move too
+                if tuple(v.shape) == grid:
+                    state._tensors[k] = torch.from_numpy(move_tiles(v.numpy(), camera, nearest=True))
+        if layout.moving_frame:
+            ctx = EncodeContext(rgb, ecfg, frame={"previous_gray": prev_gray})
+            ctx.gray = gray
+            out, _, _, _ = run_groups(ctx, layout.moving_frame)
+            o = 0
+            for a, b in (layout.groups[g] for g in layout.moving_frame):
+                x0[..., a:b] = out[..., o : o + b - a]
+                o += b - a
+            state._tensors.update({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in ctx.tensors.items()})
+        timings["global"] = (time.perf_counter() - t) * 1000.0
+
+        t = time.perf_counter()
+        a, b = layout.temporal
+        x0[..., a:b] = temporal
+        state._means, state._maxes, _ = ops.build_mips(x0, layout.coverage[0], len(layout.coverage))
+        state._camera, state._ref, state._ref_gray = camera, rgb, gray
+        timings["mips"] = (time.perf_counter() - t) * 1000.0
+        return n_over / n, float(done.mean()), len(rects)
+
+    @staticmethod
+    def _budget_rects(residual: np.ndarray, n_over: int, margin: int, shape: tuple[int, int], patch: int,
+                      budget: float, guess: int = 0) -> tuple[list[tuple[int, int, int, int]], int]:
+        """Crops for the tiles over the threshold, largest residual first, as many as fit in ``budget`` (a share of
+        the frame's pixels, margins included).  The number of tiles is searched in at most three covers, starting from
+        ``guess`` (the last frame's number: consecutive frames need about as many crops), each next guess scaled by
+        budget / cost (a cover's cost grows about linearly with its tiles) within the bracket found so far; the
+        largest cover that fits is kept.  Returns ``(rectangles, tiles picked)``."""
+        if n_over == 0 or budget <= 0:
+            return [], guess
+        h, w = shape
+        order = np.argsort(residual.ravel())[::-1][:n_over]
+        limit = budget * h * w
+        if guess <= 0:  # first guess: isolated 2x2 blocks
+            guess = int(4 * limit / (2 * patch + 2 * margin) ** 2)
+        k = int(np.clip(guess, 1, n_over))
+        fits, rects_fit, too_many = 0, [], n_over + 1
+        for _ in range(3):
+            pick = np.zeros(residual.size, bool)
+            pick[order[:k]] = True
+            rects = cover_tiles(pick.reshape(residual.shape), margin / patch)
+            cost = sum((cy1 - cy0) * (cx1 - cx0) for _, (cy0, cx0, cy1, cx1) in
+                       (crop_box(r, margin, patch, shape) for r in rects))
+            if cost <= limit:
+                fits, rects_fit = k, rects
+            else:
+                too_many = k
+            k = int(np.clip(k * limit / max(cost, 1), fits + 1, too_many - 1))
+            if k >= too_many or k <= fits:
+                break
+        return rects_fit, fits or max(too_many // 2, 1)
+
     def _texture(self, state: VideoState, rgb: np.ndarray, idx: int) -> Texture:
         """The session's texture for the current frame: features from the masters, tokens cut from the frame.
 
@@ -937,8 +1468,8 @@ class VideoPredictor:
         return Texture(
             image=rgb, config=state.encode_config, channels=layout.channels, groups=dict(layout.groups),
             absent=layout.absent,
-            mean=[torch.from_numpy(m).to(device=dev, dtype=STORAGE_DTYPE) for m in state._means],
-            max=[torch.from_numpy(m).to(device=dev, dtype=STORAGE_DTYPE) for m in state._maxes],
+            mean=[torch.from_numpy(m.astype(_STORAGE_NP)).to(dev) for m in state._means],
+            max=[torch.from_numpy(m.astype(_STORAGE_NP)).to(dev) for m in state._maxes],
             coverage=layout.coverage_t, content_hash=f"video-{state.session}-{idx:08d}",
             extras={"video_session": state.session, "frame": idx}, tensors=dict(state._tensors))
 
@@ -1059,6 +1590,57 @@ def _warp_memory(records: list[_Record], splat) -> None:
             r.saliency = m
         else:
             d[k] = m
+
+
+def _cell_generator(group, layout: _Layout, store: dict[str, np.ndarray]) -> Callable:
+    """A generator for a group with a pixel map that also keeps the map's cell means (in ``store``); its tiles are the
+    cells' means, the tile means of the map (see :func:`cells_to_tiles`)."""
+
+    def generator(ctx: EncodeContext) -> np.ndarray:
+        cells = ops.tile_mean(group.pixels(ctx), layout.cell)
+        cells = store[group.name] = cells.reshape(cells.shape[:2] + (-1,))
+        tiles = cells_to_tiles(cells, layout.cell_coverage, layout.per_tile)
+        return tiles if group.finish is None else group.finish(tiles, ctx.patch)
+
+    return generator
+
+
+def _write_back(canvas: tuple[np.ndarray, np.ndarray], grey: np.ndarray, cells: np.ndarray,
+                block: tuple[int, int, int, int], to_canvas: np.ndarray) -> None:
+    """Write a block of re-encoded cells (v0, u0, v1, u1) and their grey levels into the canvas where the camera sees
+    them: one bilinear resample over the canvas region they cover, in place; the region becomes valid."""
+    head, raw = canvas
+    v0, u0, v1, u1 = block
+    corners = np.array([[u0, v0, 1], [u1, v0, 1], [u0, v1, 1], [u1, v1, 1]], np.float64) - [0.5, 0.5, 0]
+    at = corners @ to_canvas.T
+    hc, wc = head.shape[:2]
+    x0, y0 = (max(int(np.floor(at[:, i].min())) - 1, 0) for i in (0, 1))
+    x1, y1 = min(int(np.ceil(at[:, 0].max())) + 2, wc), min(int(np.ceil(at[:, 1].max())) + 2, hc)
+    if x1 <= x0 or y1 <= y0:
+        return
+    # canvas region -> canvas -> frame cells -> the block
+    to_block = then(then(np.array([[1.0, 0, x0], [0, 1.0, y0]]), cv2.invertAffineTransform(to_canvas)),
+                    np.array([[1.0, 0, -u0], [0, 1.0, -v0]]))
+    look = dict(M=to_block, dsize=(x1 - x0, y1 - y0), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+                borderMode=cv2.BORDER_CONSTANT)
+    fresh = np.dstack([np.ones((v1 - v0, u1 - u0), np.float32), grey[v0:v1, u0:u1], cells[v0:v1, u0:u1]])
+    back = cv2.warpAffine(fresh, **look)  # outside the block: 0, so samples near its edge are divided by their weight
+    put = back[..., 0] > 0.5
+    values = back[put]
+    values[:, 1:] /= values[:, :1]
+    values[:, 0] = 1.0
+    head[y0:y1, x0:x1][put] = values[:, :2]
+    raw[y0:y1, x0:x1][put] = values[:, 2:]
+
+
+def _camera_stats(motion: np.ndarray, grid: tuple[int, int], patch: int) -> dict[str, float]:
+    """A tile-grid similarity transform as ``dx``, ``dy`` (px, at the grid's centre), ``scale``, ``rotation``
+    (degrees)."""
+    gh, gw = grid
+    c = np.array([(gw - 1) / 2.0, (gh - 1) / 2.0])
+    dx, dy = (motion[:, :2] @ c + motion[:, 2] - c) * patch
+    return {"dx": float(dx), "dy": float(dy), "scale": float(math.sqrt(abs(np.linalg.det(motion[:, :2])))),
+            "rotation": float(math.degrees(math.atan2(motion[1, 0], motion[0, 0])))}
 
 
 def _indices(slices: list[tuple[int, int]]) -> np.ndarray:

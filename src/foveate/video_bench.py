@@ -134,7 +134,7 @@ def bench_clip(source: str | Path | Iterable[np.ndarray], *, preset: str = "fast
     console.print(f"[bold]{label}[/]: {n} frames {w}x{h}, preset {preset}, select {mode} {budget} tokens "
                   f"(query-blind); plain encode_array {_summary(plain)['mean']:.2f} ms/frame", highlight=False)
     console.print(table)
-    keys = ["change", "flow", "memory", "plan", "local", "global", "mips", "texture"]
+    keys = ["change", "flow", "memory", "warp", "plan", "local", "global", "mips", "texture"]
     detail = Table("session", *[f"{k} ms" for k in keys], box=None)
     for r in rows:
         detail.add_row(r["session"], *[f"{r['steps_ms_mean'].get(k, 0.0):.2f}" for k in keys])
