@@ -8,7 +8,6 @@ import math
 import os
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import cv2
@@ -18,7 +17,7 @@ import torch
 from scipy import ndimage
 
 import foveate.video as video_mod
-from foveate import EncodeConfig, NoImageSetError, VideoError, ops
+from foveate import NoImageSetError, VideoError, ops
 from foveate.texture import compute_channels, encode_array
 from foveate.video import (
     EDGES_MARGIN,
@@ -190,7 +189,8 @@ def test_incremental_and_scratch_sessions_give_the_same_selection():
     pred = VideoPredictor(preset="fast", device="cpu")
     inc, scratch = pred.init_state(change_threshold=0.0), pred.init_state(incremental=False)
     for i, f in enumerate(clip(8)):
-        si, ss = pred.add_frame(inc, f), pred.add_frame(scratch, f)
+        pred.add_frame(inc, f)
+        ss = pred.add_frame(scratch, f)
         assert ss.reencoded_share == 1.0
         q = {"boxes": [(10, 40, 120, 100)]} if i == 0 else None
         a, b = pred.select(inc, q, 100), pred.select(scratch, q, 100)
@@ -666,10 +666,10 @@ def test_bench_functions_run_on_generated_frames(tmp_path):
     from foveate.video_bench import bench_clip, bench_memory, generated_frame
 
     quiet = Console(file=open(os.devnull, "w"))
-    res = bench_clip((generated_frame(i, (128, 160), drift=False) for i in range(5)), thresholds=(0.0,),
-                     budget=30, console=quiet, label="tiny")
+    res = bench_clip((generated_frame(i, (128, 160), drift=False) for i in range(5)), thresholds=(0.0, 8.0),
+                     approximate=(4.0,), budget=30, console=quiet, label="tiny")
     names = [r["session"] for r in res["sessions"]]
-    assert names == ["scratch", "incremental t=0"] and res["frames"] == 5
+    assert names == ["scratch", "exact t=0", "motion t=8", "approx t=4"] and res["frames"] == 5
     assert res["sessions"][1]["token_agreement"] == 1.0 and res["sessions"][1]["feature_mae"] < 1e-3
     mem = bench_memory(8, size=(96, 128), console=quiet, json_path=tmp_path / "m.json")
     assert mem["samples"][-1]["frame"] == 7 and mem["samples"][-1]["memory_frames"] <= 6 + 2

@@ -600,9 +600,10 @@ def video(
     mode: str = typer.Option("quadtree", "--mode", "-m", help="quadtree or topk."),
     gist: bool = typer.Option(True, "--gist/--no-gist", help="topk: add the whole image at the coarsest level."),
     output: Path = typer.Option(Path("out/video"), "--output", "-o", help="Output folder."),
-    threshold: float = typer.Option(2.0, "--threshold", "-t",
-                                    help="Re-encode a tile when its mean absolute change exceeds this many grey "
-                                         "levels (0: any change; the texture is then exactly the frame's)."),
+    threshold: Optional[float] = typer.Option(
+        None, "--threshold", "-t", help="Re-encode a tile when its change exceeds this many grey levels: 0 = the exact "
+        "update (any change; the texture is exactly the frame's encode); otherwise the motion-compensated update, "
+        "the residual after moving the features with the camera (default 8)."),
     memory: int = typer.Option(6, "--memory", help="Recent frames in the temporal memory."),
     keyframe_interval: int = typer.Option(30, "--keyframe-interval", help="A full refresh every N frames."),
     stability: float = typer.Option(0.0, "--stability",
@@ -662,10 +663,12 @@ def bench_video(
     source: Optional[Path] = typer.Argument(None, help="A video file or folder of frames (default: a generated "
                                                        "static-camera clip)."),
     frames: int = typer.Option(200, "--frames", "-n", help="Frames to stream."),
-    thresholds: str = typer.Option("0,2,4", "--thresholds", help="Comma-separated change thresholds to compare."),
+    thresholds: str = typer.Option("0,8", "--thresholds",
+                                   help="Change thresholds to compare, comma-separated (0: the exact update; others: "
+                                        "motion-compensated)."),
     approximate: str = typer.Option("", "--approximate",
-                                    help="Thresholds of extra sessions that re-encode only changed tiles, neighbours "
-                                         "and full-frame fallback skipped (comma-separated)."),
+                                    help="Thresholds of extra exact-update sessions that re-encode only the changed "
+                                         "tiles, neighbours and full-frame fallback skipped (comma-separated)."),
     stream: Optional[int] = typer.Option(None, "--stream",
                                          help="Instead: resident memory over this many generated frames."),
     preset: str = typer.Option("fast", "--preset", "-p", help="Channel preset."),
@@ -697,8 +700,9 @@ def eval_video(
     protocols: str = typer.Option("prev-box,first-box,blind", "--protocols",
                                   help="prev-box, first-box and/or blind (comma-separated)."),
     approximate: str = typer.Option("8,16", "--approximate",
-                                    help="Thresholds of extra sessions that re-encode only changed tiles, neighbours "
-                                         "and full-frame fallback skipped (comma-separated; '' for none)."),
+                                    help="Thresholds of extra exact-update sessions that re-encode only the changed "
+                                         "tiles, neighbours and full-frame fallback skipped (comma-separated; '' for "
+                                         "none)."),
     preset: str = typer.Option("fast", "--preset", "-p", help="Channel preset."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
     device: str = DeviceOpt,
