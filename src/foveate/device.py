@@ -20,9 +20,9 @@ STORAGE_DTYPE = torch.float16
 COMPUTE_DTYPE = torch.float32
 
 #: torch intra-op threads for small per-request CPU inference (a query's MiniLM embedding): one.  Measured on a
-#: 2-core CPU (``foveate bench``, BENCHMARKS.md): two threads embed a question in ~5 ms on an idle machine but in
-#: ~470 ms when two other processes keep the cores busy (each op's thread team waits for a descheduled member);
-#: one thread takes ~9 ms either way.  Per-request latency must not depend on the neighbours, and a server gets its
+#: 2-core CPU (``scripts/embed_threads.py``, BENCHMARKS.md): two threads embed a question in ~5 ms on an idle machine
+#: but in ~470 ms when two other processes keep the cores busy (each op's thread team waits for a descheduled
+#: member); one thread takes 9 ms idle, 17 ms busy.  Per-request latency must not depend on the neighbours, and a server gets its
 #: parallelism from concurrent requests.
 REQUEST_THREADS = 1
 
