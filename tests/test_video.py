@@ -27,9 +27,12 @@ from foveate.video import (
     UpdateRule,
     VideoPredictor,
     cells_to_tiles,
+    cover_tiles,
     dilate_tiles,
     fixation_map,
+    move_tiles,
     plan_crops,
+    register,
     tile_change,
     splat_matrix,
     update_mips,
@@ -291,6 +294,129 @@ def test_cells_to_tiles_equals_the_tile_mean_of_the_pixels(h, w):
         cells = ops.tile_mean(px, cell).reshape(-(-h // cell), -(-w // cell), 3)
         got = cells_to_tiles(cells, ops.coverage0(h, w, cell), patch // cell)
         np.testing.assert_allclose(got, ops.tile_mean(px, patch), rtol=1e-5, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Motion compensation (the default update)
+
+
+def smooth_texture(h: int, w: int, seed: int = 0) -> np.ndarray:
+    """(h, w, 3) uint8: blurred noise with structure at several scales (registration needs gradients)."""
+    rng = np.random.default_rng(seed)
+    img = np.zeros((h, w, 3), np.float32)
+    for sigma, amp in ((1.5, 60.0), (4.0, 90.0), (12.0, 120.0)):
+        img += cv2.GaussianBlur(rng.normal(0, 1, (h, w, 3)).astype(np.float32), (0, 0), sigma) * amp
+    return np.clip(img + 128, 0, 255).astype(np.uint8)
+
+
+def panned_clip(n: int, h: int = 208, w: int = 304, step: tuple[float, float] = (2.5, 1.25)) -> list[np.ndarray]:
+    """A camera panning over a larger picture by ``step`` px per frame (sub-pixel: bilinear resampling)."""
+    scene = smooth_texture(h + 80, w + 80)
+    out = []
+    for t in range(n):
+        m = np.array([[1.0, 0.0, -(20 + step[0] * t)], [0.0, 1.0, -(20 + step[1] * t)]])
+        out.append(cv2.warpAffine(scene, m, (w, h), flags=cv2.INTER_LINEAR))
+    return out
+
+
+def test_register_recovers_a_known_similarity_transform():
+    grey = cv2.cvtColor(smooth_texture(90, 120, seed=4), cv2.COLOR_RGB2GRAY).astype(np.float32)
+    head = np.dstack([np.ones_like(grey), grey])
+    angle, scale, shift = math.radians(1.5), 1.02, (1.7, -0.8)
+    cy, cx = 45.0, 60.0
+    truth = cv2.getRotationMatrix2D((cx, cy), math.degrees(angle), scale)
+    truth[:, 2] += shift  # frame cell coordinates -> canvas coordinates
+    frame = cv2.warpAffine(grey, truth, (120, 90), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP)
+    identity = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    got = register(head, frame[10:-10, 10:-10], then_shift(identity, 10.0), iterations=8, step=1)
+    want = then_shift(truth, 10.0)
+    ys, xs = np.mgrid[0:70:10, 0:100:10]
+    pts = np.stack([xs.ravel(), ys.ravel(), np.ones(xs.size)])
+    assert np.abs(got @ pts - want @ pts).max() < 0.1  # cells, over the whole frame
+
+
+def then_shift(m: np.ndarray, d: float) -> np.ndarray:
+    """``m`` for a frame cropped by ``d`` cells on the top and left."""
+    return np.hstack([m[:, :2], (m[:, 2] + m[:, :2] @ np.array([d, d]))[:, None]])
+
+
+def test_move_tiles_is_a_shift_with_the_border_repeated():
+    rng = np.random.default_rng(0)
+    maps = rng.random((6, 9, 2)).astype(np.float32)
+    moved = move_tiles(maps, np.array([[1.0, 0.0, 2.0], [0.0, 1.0, 1.0]]))  # content moves 2 right, 1 down
+    rows = np.clip(np.arange(6) - 1, 0, 5)
+    cols = np.clip(np.arange(9) - 2, 0, 8)
+    assert np.allclose(moved, maps[rows][:, cols])
+    labels = rng.integers(0, 50, (6, 9)).astype(np.int32)
+    moved = move_tiles(labels, np.array([[1.0, 0.0, 0.6], [0.0, 1.0, 0.0]]), nearest=True)
+    assert moved.dtype == np.int32 and set(np.unique(moved)) <= set(np.unique(labels))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_cover_tiles_covers_every_picked_tile_and_never_costs_more_than_its_start(seed):
+    rng = np.random.default_rng(seed)
+    pick = rng.random((23, 31)) < 0.04
+    pick[5:9, 10:14] = True
+    margin = 1.5
+    rects = cover_tiles(pick, margin)
+    covered = np.zeros_like(pick)
+    for r0, c0, r1, c1 in rects:
+        assert 0 <= r0 < r1 <= 23 and 0 <= c0 < c1 <= 31
+        covered[r0:r1, c0:c1] = True
+    assert covered[pick].all()
+    start = cover_tiles(pick, margin, call_cost=-1e9)  # merging never pays: the 2x2-block components alone
+
+    def cost(rs):
+        return sum((r1 - r0 + 2 * margin) * (c1 - c0 + 2 * margin) + video_mod.CROP_CALL_TILES for r0, c0, r1, c1 in rs)
+
+    assert cost(rects) <= cost(start)
+    assert cover_tiles(np.zeros((4, 4), bool), margin) == []
+
+
+def test_motion_compensation_follows_a_panning_camera():
+    frames = panned_clip(10)
+    pred = VideoPredictor(preset="fast", device="cpu")
+    moving = pred.init_state(keyframe_interval=100)
+    assert moving.config.motion_compensated and moving.config.threshold == 8.0
+    first = None
+    for i, f in enumerate(frames):
+        st = pred.add_frame(moving, f)
+        if i == 0:
+            assert st.keyframe and st.camera is None
+            first = encode_array(f, moving.encode_config, CPU)
+            continue
+        assert not st.keyframe and abs(st.camera["scale"] - 1.0) < 0.01 and abs(st.camera["rotation"]) < 0.5
+        # the camera since the keyframe (content moves by -step px per frame): anchored, so no drift
+        since_key = video_mod._camera_stats(moving._camera, moving._layout.grid, 16)
+        assert abs(since_key["dx"] + 2.5 * i) < 0.5 and abs(since_key["dy"] + 1.25 * i) < 0.5, (i, since_key)
+        assert st.reencoded_share <= moving.config.reencode_budget + 1e-9
+    truth = encode_array(frames[-1], moving.encode_config, CPU)
+    names = [c for c in truth.channels if c not in ("prev_relevance", "prev_saliency", "fixations", "motion")]
+    idx = [truth.channels.index(c) for c in names]
+    got, want, old = (t.mean[0][..., idx].float() for t in (moving.texture, truth, first))
+    err, unmoved = float((got - want).abs().mean()), float((old - want).abs().mean())
+    assert err < 0.02 and err < unmoved / 3, (err, unmoved)  # close to the frame's own encode; not the stale one
+
+
+def test_motion_compensation_reencodes_what_the_camera_does_not_explain():
+    """An object moving against the panning background is where the re-encoding goes; the budget caps it."""
+    frames = panned_clip(6)
+    for t, f in enumerate(frames):
+        f[60:110, 40 + 12 * t : 90 + 12 * t] = (240, 20, 20)
+    pred = VideoPredictor(preset="fast", device="cpu")
+    roomy, default = pred.init_state(keyframe_interval=100, reencode_budget=0.6), pred.init_state(keyframe_interval=100)
+    for f in frames:
+        st = pred.add_frame(roomy, f)
+        sd = pred.add_frame(default, f)
+        assert not st.keyframe or st.index == 0
+        assert sd.index == 0 or sd.reencoded_share <= default.config.reencode_budget + 1e-9  # here: ~one tile
+    truth = encode_array(frames[-1], roomy.encode_config, CPU)
+    r = truth.channels.index("r")
+    now = (slice(4, 6), slice(7, 9))  # tiles inside the object on the last frame (x 100-150, y 60-110)
+    then_ = (slice(4, 6), slice(3, 5))  # inside where it was on the keyframe (x 40-90) moved by the camera (-12 px)
+    for box in (now, then_):
+        assert torch.allclose(roomy.texture.mean[0][box + (r,)].float(), truth.mean[0][box + (r,)].float(), atol=0.03)
+    assert 0 < st.reencoded_share < 0.6
 
 
 def test_splatting_moves_content_and_uncovered_tiles_fade():
@@ -667,9 +793,9 @@ def test_bench_functions_run_on_generated_frames(tmp_path):
 
     quiet = Console(file=open(os.devnull, "w"))
     res = bench_clip((generated_frame(i, (128, 160), drift=False) for i in range(5)), thresholds=(0.0, 8.0),
-                     approximate=(4.0,), budget=30, console=quiet, label="tiny")
+                     approximate=(4.0,), reencode_budgets=(0.2,), budget=30, console=quiet, label="tiny")
     names = [r["session"] for r in res["sessions"]]
-    assert names == ["scratch", "exact t=0", "motion t=8", "approx t=4"] and res["frames"] == 5
+    assert names == ["scratch", "exact t=0", "motion t=8", "approx t=4", "motion budget=0.2"] and res["frames"] == 5
     assert res["sessions"][1]["token_agreement"] == 1.0 and res["sessions"][1]["feature_mae"] < 1e-3
     mem = bench_memory(8, size=(96, 128), console=quiet, json_path=tmp_path / "m.json")
     assert mem["samples"][-1]["frame"] == 7 and mem["samples"][-1]["memory_frames"] <= 6 + 2

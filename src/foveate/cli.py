@@ -604,6 +604,10 @@ def video(
         None, "--threshold", "-t", help="Re-encode a tile when its change exceeds this many grey levels: 0 = the exact "
         "update (any change; the texture is exactly the frame's encode); otherwise the motion-compensated update, "
         "the residual after moving the features with the camera (default 8)."),
+    reencode_budget: float = typer.Option(0.05, "--reencode-budget",
+                                          help="Motion-compensated update: at most this share of the frame's pixels "
+                                               "is re-encoded per frame (more: closer to a from-scratch encode, "
+                                               "slower)."),
     memory: int = typer.Option(6, "--memory", help="Recent frames in the temporal memory."),
     keyframe_interval: int = typer.Option(30, "--keyframe-interval", help="A full refresh every N frames."),
     stability: float = typer.Option(0.0, "--stability",
@@ -626,7 +630,8 @@ def video(
     if max_frames is not None and max_frames < 1:
         raise FoveateError("--max-frames must be at least 1")
     q = _prompt_query(query, point, neg_point, box)
-    vcfg = VideoConfig(change_threshold=threshold, memory=memory, keyframe_interval=keyframe_interval,
+    vcfg = VideoConfig(change_threshold=threshold, reencode_budget=reencode_budget, memory=memory,
+                       keyframe_interval=keyframe_interval,
                        stability=stability, incremental=not full)
     predictor = VideoPredictor(_encode_config(preset, patch_size, max_levels, max_pixels), vcfg, cfg, device=device)
 
@@ -669,6 +674,9 @@ def bench_video(
     approximate: str = typer.Option("", "--approximate",
                                     help="Thresholds of extra exact-update sessions that re-encode only the changed "
                                          "tiles, neighbours and full-frame fallback skipped (comma-separated)."),
+    reencode_budgets: str = typer.Option("", "--reencode-budgets",
+                                         help="Extra motion-compensated sessions (threshold 8) with these re-encode "
+                                              "budgets, shares of the frame's pixels (comma-separated)."),
     stream: Optional[int] = typer.Option(None, "--stream",
                                          help="Instead: resident memory over this many generated frames."),
     preset: str = typer.Option("fast", "--preset", "-p", help="Channel preset."),
@@ -683,13 +691,14 @@ def bench_video(
         bench_memory(stream, preset=preset, device=device, console=out, json_path=json_path)
         return
     ts, approx = _numbers(thresholds, "--thresholds"), _numbers(approximate, "--approximate")
+    budgets = _numbers(reencode_budgets, "--reencode-budgets")
     if source is None:
         clip = (generated_frame(i, (540, 960), drift=False) for i in range(frames))
-        bench_clip(clip, preset=preset, thresholds=ts, approximate=approx, max_frames=frames, device=device,
-                   console=out, json_path=json_path, label="generated static-camera clip (3 moving boxes), 960x540")
+        bench_clip(clip, preset=preset, thresholds=ts, approximate=approx, reencode_budgets=budgets, max_frames=frames,
+                   device=device, console=out, json_path=json_path, label="generated static-camera clip (3 moving boxes), 960x540")
     else:
-        bench_clip(source, preset=preset, thresholds=ts, approximate=approx, max_frames=frames, device=device,
-                   console=out, json_path=json_path)
+        bench_clip(source, preset=preset, thresholds=ts, approximate=approx, reencode_budgets=budgets,
+                   max_frames=frames, device=device, console=out, json_path=json_path)
 
 
 @app.command("eval-video")

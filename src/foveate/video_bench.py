@@ -52,6 +52,7 @@ def _features(state) -> np.ndarray:
 
 def bench_clip(source: str | Path | Iterable[np.ndarray], *, preset: str = "fast",
                thresholds: tuple[float, ...] = (0.0, 8.0), approximate: tuple[float, ...] = (),
+               reencode_budgets: tuple[float, ...] = (),
                max_frames: int | None = 200, budget: int = 273, mode: str = "quadtree", device: str = "cpu",
                label: str | None = None, console: Console | None = None,
                json_path: Path | None = None) -> dict[str, Any]:
@@ -62,7 +63,8 @@ def bench_clip(source: str | Path | Iterable[np.ndarray], *, preset: str = "fast
     motion-compensated update (``VideoConfig.update="auto"``); the session names say which.  ``approximate`` adds,
     per threshold, an exact-update session that re-encodes only the changed tiles whatever they cost
     (``update="exact", refresh_neighbours=False, full_frame_share=1``): not exact, it shows what skipping work buys
-    and costs without motion compensation."""
+    and costs without motion compensation; ``reencode_budgets`` adds motion-compensated sessions (default threshold)
+    with those ``reencode_budget`` values."""
     from scipy import sparse  # noqa: F401  (a one-time import the first motion step would otherwise pay mid-run)
 
     console = console or Console()
@@ -75,6 +77,8 @@ def bench_clip(source: str | Path | Iterable[np.ndarray], *, preset: str = "fast
         states[f"{'motion' if state.config.motion_compensated else 'exact'} t={t:g}"] = state
     states.update({f"approx t={t:g}": predictor.init_state(change_threshold=t, update="exact", refresh_neighbours=False,
                                                            full_frame_share=1.0) for t in approximate})
+    states.update({f"motion budget={b:g}": predictor.init_state(update="motion", reencode_budget=b)
+                   for b in reencode_budgets})
     names = list(states)
     add_ms: dict[str, list[float]] = defaultdict(list)
     sel_ms: dict[str, list[float]] = defaultdict(list)
