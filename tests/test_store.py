@@ -195,6 +195,30 @@ def _worker(path: str, seeds: list[int], read_seeds: list[int], out) -> None:
     out.put((problems, len(seen)))
 
 
+def _open_at_once(path: str, barrier, out) -> None:
+    barrier.wait()
+    try:
+        with TextureStore(path) as st:
+            out.put(("ok", len(list(st.ids()))))
+    except Exception as exc:  # reported to the parent, which fails the test
+        out.put((f"{type(exc).__name__}: {exc}", -1))
+
+
+def test_processes_opening_a_new_store_at_once(tmp_path):
+    """Switching a new database to WAL takes an exclusive lock SQLite does not wait for: every opener must retry,
+    none may fail (before the fix, about one round in four failed with 'database is locked')."""
+    ctx = multiprocessing.get_context("fork")  # fast to start: 20 rounds of 3 processes
+    for i in range(20):
+        out, barrier = ctx.Queue(), ctx.Barrier(3)
+        procs = [ctx.Process(target=_open_at_once, args=(str(tmp_path / f"s{i}"), barrier, out)) for _ in range(3)]
+        for p in procs:
+            p.start()
+        results = [out.get(timeout=60) for _ in procs]
+        for p in procs:
+            p.join(30)
+        assert results == [("ok", 0)] * 3, (i, results)
+
+
 def test_two_processes_write_and_read_the_same_store(tmp_path):
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()

@@ -30,6 +30,7 @@ import json
 import os
 import sqlite3
 import threading
+import random
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -185,9 +186,32 @@ class TextureStore:
         conn = getattr(self._local, "conn", None)
         if conn is not None and self._local.pid == os.getpid():
             return conn
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                conn = self._open()
+                break
+            except sqlite3.OperationalError as exc:
+                # several processes opening a new store at once: switching it to WAL needs an exclusive lock, and
+                # SQLite answers "locked" at once instead of waiting (seen with 3 processes on a new folder), so retry
+                if "locked" not in str(exc):
+                    raise StoreError(f"{self.db_path} is not a usable texture store ({exc}); move it away or pass "
+                                     "another folder") from exc
+                if time.monotonic() > deadline:
+                    raise StoreError(f"{self.path}: the store stayed locked for {self.timeout:g} s while opening it "
+                                     f"({exc}); retry, or raise the timeout") from exc
+                time.sleep(0.01 + 0.04 * random.random())
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"{self.db_path} is not a usable texture store ({exc}); move it away or pass "
+                                 "another folder") from exc
+        self._local.conn, self._local.pid = conn, os.getpid()
+        with self._conns_lock:
+            self._conns.append(conn)
+        return conn
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.db_path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
         try:
-            conn = sqlite3.connect(self.db_path, timeout=self.timeout, isolation_level=None,
-                                   check_same_thread=False)
             conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
             # 16 KiB pages (only takes effect when the file is created): a multi-MB blob is a quarter of the
             # overflow pages, and the default WAL auto-checkpoint (1000 pages) comes every few puts, not every
@@ -199,12 +223,9 @@ class TextureStore:
                 raise StoreError(f"{self.db_path}: cannot switch to WAL mode (got {mode!r}); is the folder on a "
                                  "network file system? Put the store on a local disk")
             self._init_schema(conn)
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{self.db_path} is not a usable texture store ({exc}); move it away or pass "
-                             "another folder") from exc
-        self._local.conn, self._local.pid = conn, os.getpid()
-        with self._conns_lock:
-            self._conns.append(conn)
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     def _init_schema(self, conn: sqlite3.Connection) -> None:
