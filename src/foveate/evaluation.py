@@ -43,8 +43,8 @@ import numpy as np
 
 from .config import EncodeConfig, SelectConfig, replace_config
 from .errors import BudgetError, ConfigError, DatasetError, FoveateError
-from .metrics import DEFAULT_HIT_THRESHOLD, DEFAULT_MIN_PX, legible_level, query_metrics
-from .selection import Selection, gist_cover, quadtree_select, tile_geometry
+from .metrics import DEFAULT_HIT_THRESHOLD, DEFAULT_MIN_PX, clip_boxes, legible_level, query_metrics
+from .selection import Selection, quadtree_select, tile_geometry, topk_split
 
 QUERIES_FILE = "queries.jsonl"
 
@@ -218,9 +218,7 @@ def check_boxes(q: EvalQuery, image_size: tuple[int, int]) -> tuple[EvalQuery | 
     if not keep:
         problems.append(Problem(q.line, "no_boxes", "no usable box left; query skipped", True, q.image))
         return None, problems
-    boxes = q.boxes[keep].copy()
-    boxes[:, [0, 2]] = np.clip(boxes[:, [0, 2]], 0, w)
-    boxes[:, [1, 3]] = np.clip(boxes[:, [1, 3]], 0, h)
+    boxes = clip_boxes(q.boxes[keep], (h, w))
     heights = q.text_heights[keep] if q.text_heights is not None else None
     return dataclasses.replace(q, boxes=boxes, text_heights=heights), problems
 
@@ -306,9 +304,8 @@ def random_tiles(shapes: list[tuple[int, int]], budget: int, gist: bool,
                  rng: np.random.Generator) -> list[tuple[int, int, int]]:
     """The random baseline: the top-k gist (when ``gist`` and it fits) plus distinct random level-0 tiles,
     ``min(budget, gist + all level-0 tiles)`` in all."""
-    g = gist_cover(shapes, budget) if gist else []
+    g, k = topk_split(shapes, budget, gist)
     gh, gw = shapes[0]
-    k = min(budget - len(g), gh * gw)
     idx = rng.choice(gh * gw, size=k, replace=False)
     return g + [(0, int(i) // gw, int(i) % gw) for i in idx]
 
@@ -344,9 +341,8 @@ def oracle_tiles(shapes: list[tuple[int, int]], patch: int, gt_boxes: np.ndarray
             score.append(np.log(_tile_overlap(shape, patch << lvl, blurry) + 1e-9))
         need = [np.ones(s) for s in shapes]
         return quadtree_select(score, need, config.budget, area_exponent=0.0, min_level=config.min_level)
-    g = gist_cover(shapes, config.budget) if config.gist else []
+    g, k = topk_split(shapes, config.budget, config.gist)
     gh, gw = shapes[0]
-    k = min(config.budget - len(g), gh * gw)
     legible = _tile_overlap(shapes[0], patch, gt_boxes[lmax >= 0]).ravel()
     anybox = _tile_overlap(shapes[0], patch, gt_boxes).ravel()
     order = np.lexsort((np.arange(gh * gw), -anybox, -legible))[:k]
@@ -736,7 +732,7 @@ def _eval_image(run: _Run, image_rel: str, qs: list[EvalQuery]) -> None:
     full = Tokens.from_tiles([(0, r, c) for r in range(shapes[0][0]) for c in range(shapes[0][1])], size, patch,
                              shapes[0])
     want_ocr = run.ocr is not None and any(q.answers for q in checked)
-    full_lines = _read(run, rgb, checked[0], "full image") if want_ocr else None
+    full_lines = _full_image_lines(run, tex, rgb, checked[0]) if want_ocr else None
     seed_key = zlib.crc32(image_rel.encode())
     variants = [("foveate", cfg.select)] + [(f"foveate:{n}", c) for n, c in cfg.variants]
     for budget in cfg.budgets:
@@ -806,6 +802,16 @@ def _ocr_record(run: _Run, tex, q: EvalQuery, sel: Selection | None, uni_lines: 
             if found is not None:
                 out[name] = found
     return out
+
+
+def _full_image_lines(run: _Run, tex, rgb: np.ndarray, q: EvalQuery) -> list | None:
+    """OCR of the full image: the lines the texture's text group already read from these pixels when it has one
+    (the same OCR of the same image: not run twice), else a read."""
+    from .text import has_text_group, text_index
+
+    if has_text_group(tex):
+        return list(text_index(tex).lines)
+    return _read(run, rgb, q, "full image")
 
 
 def _read(run: _Run, image: np.ndarray, q: EvalQuery, what: str) -> list | None:

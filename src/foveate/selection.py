@@ -300,6 +300,14 @@ def gist_cover(shapes: list[tuple[int, int]], budget: int) -> list[tuple[int, in
     return [(top, r, c) for r in range(gh) for c in range(gw)]
 
 
+def topk_split(shapes: list[tuple[int, int]], budget: int, gist: bool) -> tuple[list[tuple[int, int, int]], int]:
+    """How top-k spends ``budget``: the gist tiles (:func:`gist_cover` when ``gist``) and ``k``, the level-0 tokens
+    left (at most every level-0 tile).  Shared with the evaluation's random and oracle baselines, so they split a
+    budget exactly as ``select`` does."""
+    tiles = gist_cover(shapes, budget) if gist else []
+    return tiles, min(budget - len(tiles), shapes[0][0] * shapes[0][1])
+
+
 # ----------------------------------------------------------------------------------------------------------
 # Token cut and geometry
 
@@ -383,11 +391,10 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
         cands = cfg.topk_candidates
         if cands is not None and len(stage_levels) != len(cfg.topk_levels):
             cands = cands[len(cfg.topk_levels) - len(stage_levels):]  # coarse stages collapsed by clamping
-        gist_tiles = gist_cover(shapes, cfg.budget) if cfg.gist else []
+        gist_tiles, k = topk_split(shapes, cfg.budget, cfg.gist)
         if cfg.gist and not gist_tiles and n_levels > 1:
             gh, gw = shapes[-1]
             notes.append(f"no gist: the coarsest level's {gh * gw} tiles do not fit in budget {cfg.budget}")
-        k = min(cfg.budget - len(gist_tiles), shapes[0][0] * shapes[0][1])
         tiles = gist_tiles + topk_select(sc.score, k, stage_levels, cands, rank=sc.bound)
         gist = np.array([True] * len(gist_tiles) + [False] * k, bool)
     t2 = time.perf_counter()
