@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .config import DEFAULT_BUDGET, EncodeConfig, SelectConfig
+from .config import DEFAULT_BUDGET, EncodeConfig, SelectConfig, replace_config
 from .errors import FoveateError
 from .io import DEFAULT_MAX_PIXELS
 
@@ -35,7 +35,8 @@ MaxPixOpt = typer.Option(DEFAULT_MAX_PIXELS, "--max-pixels", help="Refuse images
 DeviceOpt = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N.")
 SemanticOpt = typer.Option(None, "--semantic-model",
                            help="Local CLIP checkpoint directory (or an id already in the model cache) for the "
-                                "semantic channels; adds the semantic group.  Default: $FOVEATE_SEMANTIC_MODEL.")
+                                "semantic channels; adds the semantic group to any preset.  Without it, "
+                                "$FOVEATE_SEMANTIC_MODEL configures the group of presets that have it (full).")
 
 
 def _encode_config(preset: str, patch_size: int, max_levels: int, max_pixels: int,
@@ -45,9 +46,8 @@ def _encode_config(preset: str, patch_size: int, max_levels: int, max_pixels: in
         from .channels import resolve_groups
 
         groups = resolve_groups(cfg)
-        cfg = EncodeConfig(preset=preset, groups=groups + ("semantic",) * ("semantic" not in groups),
-                           patch_size=patch_size, max_levels=max_levels, max_pixels=max_pixels,
-                           options={"semantic_model": semantic_model})
+        cfg = replace_config(cfg, {"groups": groups + ("semantic",) * ("semantic" not in groups),
+                                   "options": {"semantic_model": semantic_model}})
     return cfg
 
 
@@ -552,9 +552,9 @@ def eval_command(
     from .evaluation import (BASELINES, EvalConfig, load_pyplot, parse_select_value, parse_variant, print_tables,
                              run_eval, write_outputs)
 
-    knobs = {"mode": mode, "area_exponent": str(area_exponent), "min_level": str(min_level),
-             "topk_levels": topk_levels, "topk_candidates": topk_candidates, "gist": str(gist)}
-    sel = SelectConfig(**{k: parse_select_value(k, v) for k, v in knobs.items()})
+    sel = SelectConfig(mode=parse_select_value("mode", mode), area_exponent=area_exponent, min_level=min_level,
+                       topk_levels=parse_select_value("topk_levels", topk_levels),
+                       topk_candidates=parse_select_value("topk_candidates", topk_candidates), gist=gist)
     config = EvalConfig(
         budgets=_numbers(budget, "--budget", kind=int), encode=_encode_config(preset, patch_size, max_levels, max_pixels),
         select=sel, variants=tuple(parse_variant(v, sel) for v in variant),

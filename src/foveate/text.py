@@ -717,8 +717,8 @@ def text_evidence(texture: Texture, query: Query) -> list[dict]:
 # ----------------------------------------------------------------------------------------------------------
 # Registration
 
-#: Scorer weight of the text term (its map is in [0, 1]): a full match adds 4 to the log-relevance, like a
-#: box prompt, so the matched region outranks saliency by e^4 ~ 55x.
+#: Scorer weight of the text term (its map is in [0, 1]): a full match adds 10 to the log-relevance (a box prompt
+#: adds 4), so the matched region outranks every unrelated line of print (tuned on FUNSD from 4: see EVAL.md).
 TEXT_WEIGHT = 10.0
 #: The text term's weight in the need for detail: what it paints is text to be read, so it is refined to full
 #: resolution even where a tile only grazes the ink.
