@@ -209,10 +209,27 @@ def crop_images(image: np.ndarray, plan: CropPlan) -> list[tuple[str, np.ndarray
 # Writing everything
 
 
+def png_bytes(rgb: np.ndarray) -> bytes:
+    """``rgb`` (H, W, 3) uint8 as PNG bytes (compression level 3): what ``overlay.png``, ``mosaic.png`` and
+    the crops hold, on disk and over HTTP."""
+    ok, buf = cv2.imencode(".png", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_PNG_COMPRESSION, 3])
+    if not ok:  # pragma: no cover - OpenCV encodes any uint8 RGB array
+        raise RuntimeError("PNG encoding failed")
+    return buf.tobytes()
+
+
 def write_png(path: Path, rgb: np.ndarray) -> None:
-    ok = cv2.imwrite(str(path), cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_PNG_COMPRESSION, 3])
-    if not ok:
-        raise OSError(f"could not write {path}")
+    try:
+        Path(path).write_bytes(png_bytes(rgb))
+    except OSError as exc:
+        raise OSError(f"could not write {path}") from exc
+
+
+def tokens_metadata(sel: Selection) -> dict[str, str]:
+    """The string metadata of ``tokens.safetensors``: patch size, image size, texture id, query (JSON)."""
+    return {"patch_size": str(sel.patch_size), "image_width": str(sel.image_size[1]),
+            "image_height": str(sel.image_size[0]), "texture_id": sel.texture_id,
+            "query": json.dumps(sel.query.to_dict())}
 
 
 def write_outputs(texture: Texture, sel: Selection, outdir: str | Path, *, overlay: bool = True,
@@ -244,10 +261,7 @@ def write_outputs(texture: Texture, sel: Selection, outdir: str | Path, *, overl
     if tokens:
         if sel.patches is None:
             raise ValueError("this selection has no patches (select with cut=True to write tokens)")
-        meta = {"patch_size": str(sel.patch_size), "image_width": str(sel.image_size[1]),
-                "image_height": str(sel.image_size[0]), "texture_id": sel.texture_id,
-                "query": json.dumps(sel.query.to_dict())}
-        save_file(sel.tensors(), str(out / "tokens.safetensors"), metadata=meta)
+        save_file(sel.tensors(), str(out / "tokens.safetensors"), metadata=tokens_metadata(sel))
         written["tokens"] = out / "tokens.safetensors"
     (out / "selection.json").write_text(json.dumps(doc, indent=1))
     written["selection"] = out / "selection.json"

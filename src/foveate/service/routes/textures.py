@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import base64
-import json
 import re
 from typing import Annotated, Optional
 
-import cv2
-import numpy as np
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from pydantic import ValidationError
+from pydantic_core import to_json
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from ...config import DEFAULT_BUDGET
 from ...scoring import MAX_QUERY_CHARS
 from ...errors import ImageDecodeError, QueryError, UnsupportedInputError
+from ...render import png_bytes, tokens_metadata
 from ...selection import Selection, select
 from ...store import StoreEntry
 from ..app import TextureNotFound
@@ -118,12 +117,24 @@ def _select(request: Request, tid: str, body: SelectIn, cut: bool) -> tuple:
     return tex, sel
 
 
+def selection_json(sel: Selection) -> bytes:
+    """The ``SelectionOut`` JSON body of a selection, without validating every token through the model (that
+    took longer than the select itself): ``Selection.to_dict()`` less ``evidence`` (not a ``SelectionOut``
+    field), in the model's field order, serialised by pydantic-core as FastAPI serialises ``response_model``
+    (its float format, e.g. ``0.00001`` where ``json.dumps`` writes ``1e-05``; NaN and infinities as null).
+    The values already have the model's types (ints, floats from ``float``/``tolist``, bools)."""
+    doc = sel.to_dict()
+    del doc["evidence"]
+    return to_json(doc, inf_nan_mode="null")
+
+
 @router.post("/{tid}/select", response_model=SelectionOut, responses=ERRORS, summary="Select tokens for a query")
-async def select_tokens(request: Request, tid: TextureId, body: SelectIn) -> dict:
+async def select_tokens(request: Request, tid: TextureId, body: SelectIn) -> Response:
     """Scores the stored texture for the query and spends the budget (no encode).  Returns the selection
     document of ``foveate select --json`` (schema: docs/selection-schema.md)."""
     _, sel = await run_in_threadpool(_select, request, tid, body, False)
-    return sel.to_dict()
+    # the bytes FastAPI would make from response_model=SelectionOut (which stays for the OpenAPI schema)
+    return Response(selection_json(sel), media_type="application/json")
 
 
 _NUM = re.compile(r"[,\s]+")
@@ -161,13 +172,6 @@ def query_params(
 QueryParams = Annotated[SelectIn, Depends(query_params)]
 
 
-def _png(rgb: np.ndarray) -> bytes:
-    ok, buf = cv2.imencode(".png", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_PNG_COMPRESSION, 3])
-    if not ok:  # pragma: no cover - OpenCV encodes any uint8 RGB array
-        raise RuntimeError("PNG encoding failed")
-    return buf.tobytes()
-
-
 @router.get("/{tid}/overlay.png", response_class=Response, responses={**PNG, **ERRORS},
             summary="Heat map and chosen tokens over the image")
 async def overlay(request: Request, tid: TextureId, q: QueryParams) -> Response:
@@ -175,7 +179,7 @@ async def overlay(request: Request, tid: TextureId, q: QueryParams) -> Response:
 
     def work() -> bytes:
         tex, sel = _select(request, tid, q, cut=False)
-        return _png(render_overlay(tex.image, sel))
+        return png_bytes(render_overlay(tex.image, sel))
 
     return Response(await run_in_threadpool(work), media_type="image/png")
 
@@ -187,7 +191,7 @@ async def mosaic(request: Request, tid: TextureId, q: QueryParams) -> Response:
 
     def work() -> bytes:
         tex, sel = _select(request, tid, q, cut=False)
-        return _png(render_mosaic(tex, sel))
+        return png_bytes(render_mosaic(tex, sel))
 
     return Response(await run_in_threadpool(work), media_type="image/png")
 
@@ -202,16 +206,10 @@ async def tokens(request: Request, tid: TextureId, q: QueryParams) -> Response:
 
     def work() -> bytes:
         _, sel = _select(request, tid, q, cut=True)
-        return save(sel.tensors(), metadata=_tokens_meta(sel))
+        return save(sel.tensors(), metadata=tokens_metadata(sel))
 
     return Response(await run_in_threadpool(work), media_type="application/octet-stream",
                     headers={"Content-Disposition": 'attachment; filename="tokens.safetensors"'})
-
-
-def _tokens_meta(sel: Selection) -> dict[str, str]:
-    return {"patch_size": str(sel.patch_size), "image_width": str(sel.image_size[1]),
-            "image_height": str(sel.image_size[0]), "texture_id": sel.texture_id,
-            "query": json.dumps(sel.query.to_dict())}
 
 
 @router.get("/{tid}/crops", response_model=CropsOut, responses=ERRORS,
@@ -228,7 +226,7 @@ async def crops(request: Request, tid: TextureId, q: QueryParams,
         doc = plan.to_dict()
         if images:
             pics = crop_images(tex.image, plan)  # thumbnail first, then the crops in plan order
-            urls = ["data:image/png;base64," + base64.b64encode(_png(arr)).decode() for _, arr in pics]
+            urls = ["data:image/png;base64," + base64.b64encode(png_bytes(arr)).decode() for _, arr in pics]
             doc["thumbnail"]["image"] = urls[0]
             for c, url in zip(doc["crops"], urls[1:]):
                 c["image"] = url
