@@ -41,7 +41,7 @@ import torch
 
 from .errors import FoveateError, StoreError, TextureFormatError
 from .io import load_image
-from .texture import FORMAT_VERSION, Texture, content_hash, encode_array
+from .texture import FORMAT_VERSION, Texture, content_hash, encode_array, texture_id
 
 DB_NAME = "textures.sqlite"
 SCHEMA_VERSION = 1
@@ -280,8 +280,7 @@ class TextureStore:
     @property
     def max_bytes(self) -> int:
         """The cap on the sum of blob sizes (0 = none)."""
-        row = self._conn().execute("SELECT value FROM settings WHERE key = 'max_bytes'").fetchone()
-        return int(row[0]) if row else 0
+        return self._cap(self._conn())
 
     def set_max_bytes(self, max_bytes: int) -> int:
         """Save a new cap and evict down to it at once.  Returns the number of entries evicted."""
@@ -474,8 +473,8 @@ class TextureStore:
         if verify:
             rep.corrupt = len(self.verify())
         self._compact()
-        rep.bytes_after = self.stats()["bytes"]
-        rep.file_bytes_after = self.file_bytes()
+        after = self.stats()
+        rep.bytes_after, rep.file_bytes_after = after["bytes"], after["file_bytes"]
         return rep
 
     def _compact(self) -> None:
@@ -539,10 +538,11 @@ class IngestSummary:
 def _ingest_one(store: TextureStore, path: Path, config) -> IngestResult:
     try:
         rgb = load_image(path, max_pixels=config.max_pixels)
-        tid = f"{content_hash(rgb)[:32]}-{config.hash()}"
+        chash = content_hash(rgb)
+        tid = texture_id(chash, config)
         if tid in store:
             return IngestResult(path, "stored", tid)
-        tex = encode_array(rgb, config, device="cpu")
+        tex = encode_array(rgb, config, device="cpu", content_hash=chash)
         store.put(tex)
         return IngestResult(path, "encoded", tid, encode_ms=tex.timings_ms["total"],
                             pixels=int(rgb.shape[0] * rgb.shape[1]))

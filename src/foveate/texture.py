@@ -36,6 +36,14 @@ def content_hash(image: np.ndarray) -> str:
     return h.hexdigest()
 
 
+_content_hash = content_hash  # encode_array's ``content_hash`` keyword shadows the name
+
+
+def texture_id(content_hash: str, config: EncodeConfig) -> str:
+    """Content-addressed identity: image content hash (first 32 hex digits) + encode config hash."""
+    return f"{content_hash[:32]}-{config.hash()}"
+
+
 @dataclass
 class Texture:
     """An encoded image.  Build with :func:`encode` or :meth:`Texture.load`.
@@ -99,7 +107,7 @@ class Texture:
     @property
     def id(self) -> str:
         """Content-addressed identity: image content hash + encode config hash."""
-        return f"{self.content_hash[:32]}-{self.config.hash()}"
+        return texture_id(self.content_hash, self.config)
 
     def channel_index(self, name: str) -> int:
         try:
@@ -349,8 +357,10 @@ def encode(image: ImageLike, config: EncodeConfig | None = None, *, preset: str 
 
 
 def encode_array(rgb: np.ndarray, config: EncodeConfig, device: torch.device | None = None,
-                 decode_ms: float = 0.0, frame: dict | None = None) -> Texture:
-    """:func:`encode` for an already decoded (H, W, 3) uint8 array."""
+                 decode_ms: float = 0.0, frame: dict | None = None, *,
+                 content_hash: str | None = None) -> Texture:
+    """:func:`encode` for an already decoded (H, W, 3) uint8 array.  ``content_hash``: :func:`content_hash` of
+    ``rgb`` when the caller has already computed it (the pixels are not hashed again)."""
     dev = device if isinstance(device, torch.device) else resolve_device(device)
     t0 = time.perf_counter()
     x0, channels, timings, absent, ctx = compute_channels(rgb, config, frame)
@@ -375,7 +385,7 @@ def encode_array(rgb: np.ndarray, config: EncodeConfig, device: torch.device | N
         mean=[torch.from_numpy(m).to(device=dev, dtype=STORAGE_DTYPE) for m in means],
         max=[torch.from_numpy(m).to(device=dev, dtype=STORAGE_DTYPE) for m in maxes],
         coverage=[torch.from_numpy(c).to(dev) for c in covs],
-        content_hash=content_hash(rgb),
+        content_hash=content_hash if content_hash is not None else _content_hash(rgb),
         timings_ms=timings,
         extras=dict(ctx.extras),
         tensors={k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in ctx.tensors.items()},

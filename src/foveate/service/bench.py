@@ -25,9 +25,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from .process import ServerProcess
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+from ..bench import EXAMPLES
+from .process import ServerProcess, _vm_rss
 
 
 def sample_images(n: int, size: int = 512, seed: int = 0) -> list[bytes]:
@@ -167,9 +166,7 @@ def tree_rss_bytes(pid: int) -> int | None:
             if p in seen:
                 continue
             seen.add(p)
-            for line in Path(f"/proc/{p}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
+            total += _vm_rss(p) or 0
             for task in Path(f"/proc/{p}/task").iterdir():
                 kids = (task / "children").read_text().split()
                 todo.extend(int(k) for k in kids)
@@ -193,7 +190,7 @@ def _pool_bench(kind: str, workers: int, images: list[bytes], preset: str) -> di
     return {"pool": kind, "workers": workers, "images": len(images), "created": created, "seconds": round(wall, 3),
             "uploads_per_s": round(len(images) / wall, 2),
             "encode_ms_median": round(float(np.median([d["encode_ms"] for d in docs])), 1),
-            "rss_mib_with_workers": round(rss / 2**20, 1) if rss else None}
+            "rss_mib_with_workers": _mib(rss)}
 
 
 def run_service_bench(clients: int = 16, requests: int = 2000, images: int = 20, size: int = 512,

@@ -23,8 +23,8 @@ import numpy as np
 from ..config import EncodeConfig
 from ..errors import ImageDecodeError
 from ..io import load_image
-from ..store import StoreEntry, TextureStore, texture_blob
-from ..texture import Texture, content_hash, encode_array
+from ..store import StoreEntry, TextureStore
+from ..texture import Texture, content_hash, encode_array, texture_id
 from .metrics import Metrics
 from .settings import ServiceSettings
 
@@ -69,13 +69,14 @@ def decode_job(data: bytes, max_pixels: int) -> tuple[np.ndarray, str]:
     return rgb, content_hash(rgb)
 
 
-def encode_job(rgb: np.ndarray, config: EncodeConfig, store: TextureStore | str,
+def encode_job(rgb: np.ndarray, chash: str, config: EncodeConfig, store: TextureStore | str,
                return_texture: bool) -> tuple[StoreEntry, bool, Texture | None]:
-    """Encode, serialise and store one image; returns (entry, created, texture if ``return_texture``).
-    ``store`` is the server's store (thread workers) or its path (process workers open their own)."""
-    tex = encode_array(rgb, config, device="cpu")
+    """Encode, serialise and store one image (``chash``: its content hash, from :func:`decode_job`); returns
+    (entry, created, texture if ``return_texture``).  ``store`` is the server's store (thread workers) or its
+    path (process workers open their own)."""
+    tex = encode_array(rgb, config, device="cpu", content_hash=chash)
     store = _worker_store(store) if isinstance(store, str) else store
-    entry, created = store.put(tex, texture_blob(tex))
+    entry, created = store.put(tex)
     return entry, created, tex if return_texture else None
 
 
@@ -94,7 +95,6 @@ class EncodePool:
         self.capacity = workers + queue
         self.retry_after = retry_after
         self._pending = 0
-        self._running = 0
         self._lock = threading.Lock()
         if kind == "process":
             import multiprocessing
@@ -109,10 +109,6 @@ class EncodePool:
     def pending(self) -> int:
         """Jobs submitted and not finished (running + waiting)."""
         return self._pending
-
-    @property
-    def running(self) -> int:
-        return min(self._pending, self.workers)
 
     async def run(self, fn: Callable, *args: Any) -> Any:
         with self._lock:
@@ -220,9 +216,6 @@ class Engine:
         self.pool.shutdown()
         self.store.close()
 
-    def texture_id(self, chash: str) -> str:
-        return f"{chash[:32]}-{self.config.hash()}"
-
     @property
     def encodes_in_progress(self) -> int:
         return len(self._inflight)
@@ -238,13 +231,13 @@ class Engine:
 
     async def _ingest(self, data: bytes) -> tuple[StoreEntry, bool]:
         rgb, chash = await self.pool.run(decode_job, data, self.settings.max_pixels)
-        tid = self.texture_id(chash)
+        tid = texture_id(chash, self.config)
         task = self._inflight.get(tid)
         if task is None:
             entry = self.store.entry(tid)  # an indexed read of a few columns; WAL readers never wait
             if entry is not None:
                 return entry, False
-            task = asyncio.ensure_future(self._encode(tid, rgb))
+            task = asyncio.ensure_future(self._encode(tid, rgb, chash))
             self._inflight[tid] = task
             task.add_done_callback(lambda _t: self._inflight.pop(tid, None))
             mine = True
@@ -254,10 +247,10 @@ class Engine:
         entry, created = await asyncio.shield(task)
         return entry, created and mine
 
-    async def _encode(self, tid: str, rgb: np.ndarray) -> tuple[StoreEntry, bool]:
+    async def _encode(self, tid: str, rgb: np.ndarray, chash: str) -> tuple[StoreEntry, bool]:
         t0 = time.perf_counter()
         threads = self.settings.pool == "thread"
-        entry, created, tex = await self.pool.run(encode_job, rgb, self.config,
+        entry, created, tex = await self.pool.run(encode_job, rgb, chash, self.config,
                                                   self.store if threads else str(self.store.path), threads)
         self.metrics.encodes.inc()
         self.metrics.encode_seconds.observe(time.perf_counter() - t0)

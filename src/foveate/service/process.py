@@ -23,6 +23,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _vm_rss(pid: int) -> int | None:
+    """``VmRSS`` of a process in bytes from ``/proc/<pid>/status`` (None: no such line, e.g. a zombie).  Raises
+    ``OSError`` where the file cannot be read (no such process, not Linux)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return None
+
+
 class ServerProcess:
     """``foveate serve`` in a subprocess; started on ``__enter__`` (waits for ``/healthz``), always stopped on
     ``__exit__``.  ``args`` are extra CLI flags; ``env`` extra environment variables."""
@@ -91,12 +100,9 @@ class ServerProcess:
     def rss_bytes(self) -> int | None:
         """Resident memory of the server process (Linux /proc), or None where unavailable."""
         try:
-            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
+            return _vm_rss(self.proc.pid)
         except (OSError, AttributeError):
             return None
-        return None
 
     def cpu_seconds(self) -> float | None:
         """CPU time (user + system) the server process has used so far (Linux /proc), or None."""

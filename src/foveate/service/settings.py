@@ -101,12 +101,6 @@ class ServiceSettings:
                 "send 'Authorization: Bearer <key>'), or pass --allow-public if a proxy in front of the server "
                 "authenticates")
 
-    def public_dict(self) -> dict:
-        d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "api_key"}
-        d["store"] = str(self.store)
-        d["auth"] = self.api_key is not None
-        return d
-
 
 def is_loopback(host: str) -> bool:
     if host.lower() in LOOPBACK_NAMES:
