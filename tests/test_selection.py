@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -275,3 +276,50 @@ def test_to_dict_tokens_match_the_arrays(page_texture):
         assert t["box"] == [int(v) for v in sel.boxes[i]] and t["grid"] == [int(v) for v in sel.grid[i]]
         assert t["center"] == [round(float(v), 6) for v in sel.centers[i]]
         assert t["score"] == round(float(sel.scores[i]), 5) and t["gist"] is bool(sel.gist[i])
+
+
+def _slow_level_map(sel):
+    """The finest selected level over each level-0 tile, token by token (-1 where no token covers it)."""
+    gh, gw = sel.relevance.shape
+    out = np.full((gh, gw), -1, np.int64)
+    for lvl, r, c in zip(sel.levels.tolist(), sel.rows.tolist(), sel.cols.tolist()):
+        f = 1 << lvl
+        for y in range(r * f, min((r + 1) * f, gh)):
+            for x in range(c * f, min((c + 1) * f, gw)):
+                if out[y, x] < 0 or lvl < out[y, x]:
+                    out[y, x] = lvl
+    return out
+
+
+@pytest.mark.parametrize("h, w", [(240, 320), (181, 263), (37, 500)])
+def test_level_map_equals_a_per_token_reference(h, w):
+    """level_map (painted per level) against a token-by-token loop: quadtree, topk with and without gist, and random
+    subsets of the tokens (gaps, overlapping levels, nothing selected), on grids the border cuts."""
+    from foveate.selection import tile_geometry
+
+    tex = encode(random_image(h, w, seed=h + w), preset="fast", device="cpu")
+    rng = np.random.default_rng(h * w)
+    sels = []
+    for budget in (8, 40, 150):
+        q = {"points": [(int(rng.integers(0, w)), int(rng.integers(0, h)))]}
+        sels.append(select(tex, q, budget, mode="quadtree", cut=False))
+        for gist in (True, False):
+            sels.append(select(tex, q, budget, mode="topk", gist=gist, cut=False))
+    assert any(s.gist.any() for s in sels) and any(s.mode == "quadtree" for s in sels)
+    for sel in list(sels):
+        for share in (0.0, 0.3, 0.7):
+            keep = np.flatnonzero(rng.random(len(sel)) < share)
+            levels, rows, cols = sel.levels[keep], sel.rows[keep], sel.cols[keep]
+            if len(keep):  # add coarser tokens over kept ones: finer levels must win wherever they overlap
+                up = rng.integers(1, 3, len(keep))
+                levels = np.concatenate([levels, levels + up])
+                rows, cols = np.concatenate([rows, rows >> up]), np.concatenate([cols, cols >> up])
+            boxes, centers, grid = tile_geometry(levels, rows, cols, tex.image_size, tex.patch_size,
+                                                 tuple(sel.relevance.shape))
+            sels.append(dataclasses.replace(sel, levels=levels, rows=rows, cols=cols, boxes=boxes, centers=centers,
+                                            grid=grid, gist=np.zeros(len(levels), bool), scores=np.zeros(len(levels))))
+    for sel in sels:
+        got = sel.level_map()
+        assert got.dtype == np.int64 and got.shape == sel.relevance.shape
+        np.testing.assert_array_equal(got, _slow_level_map(sel))
+    assert (sels[-3].level_map() == -1).all()  # the empty subset (share 0)

@@ -82,12 +82,18 @@ class Selection:
         return {int(v): int(c) for v, c in zip(vals, counts)}
 
     def level_map(self) -> np.ndarray:
-        """(gh, gw) int: the finest selected level covering each level-0 tile, -1 where nothing is selected."""
-        out = np.full(self.relevance.shape, 99, np.int64)
-        for (r0, c0, r1, c1), lvl in zip(self.grid, self.levels):
-            view = out[r0:r1, c0:c1]
-            np.minimum(view, lvl, out=view)
-        out[out == 99] = -1
+        """(gh, gw) int64: the finest selected level covering each level-0 tile, -1 where nothing is selected.
+
+        Painted per level, not per token: coarse levels first, finer ones overwrite (the minimum level)."""
+        gh, gw = self.relevance.shape
+        out = np.full((gh, gw), -1, np.int64)
+        for lvl in np.unique(self.levels)[::-1]:
+            f = 1 << int(lvl)
+            pick = self.levels == lvl
+            rows, cols = self.rows[pick], self.cols[pick]
+            hit = np.zeros((max(-(-gh // f), int(rows.max()) + 1), max(-(-gw // f), int(cols.max()) + 1)), bool)
+            hit[rows, cols] = True
+            out[np.repeat(np.repeat(hit, f, axis=0), f, axis=1)[:gh, :gw]] = lvl
         return out
 
     def to_dict(self) -> dict[str, Any]:
