@@ -637,6 +637,20 @@ def test_propagate_prompts_the_first_frame_only():
     assert results[1].selection.query.text == "box"
 
 
+def test_a_new_scene_forgets_and_propagate_keeps_no_tokens_across_it():
+    frames = moving_box(3)
+    cut = np.ascontiguousarray(255 - frames[-1][::-1])
+    resized = moving_box(2, h=200, w=300)
+    pred = VideoPredictor(preset="fast", device="cpu")
+    state = pred.init_state()
+    results = list(pred.propagate(state, frames + [cut] + resized, "box", 30))
+    reasons = [r.stats.reason for r in results]
+    assert reasons == ["first", "", "", "scene_cut", "size_change", ""]
+    assert [r.stats.new_scene for r in results] == [True, False, False, True, True, False]
+    assert [r.kept_share is None for r in results] == [True, False, False, True, True, False]
+    assert state.memory_frames == [4, 5] and state.streams == ["main"]
+
+
 # ----------------------------------------------------------------------------------------------------------
 # Reading frames, bad input
 

@@ -331,8 +331,9 @@ class VideoConfig:
             return self.change_threshold
         return MOTION_THRESHOLD if self.motion_compensated else EXACT_THRESHOLD
 
-    def replace(self, **changes: Any) -> VideoConfig:
-        return dataclasses.replace(self, **changes)
+
+#: keyframe reasons that start a new scene: the session forgets its memory (``FrameStats.new_scene``)
+NEW_SCENE_REASONS = ("first", "size_change", "scene_cut")
 
 
 @dataclass
@@ -370,6 +371,11 @@ class FrameStats:
         if self.camera is not None:
             out["camera"] = {k: round(v, 4) for k, v in self.camera.items()}
         return out
+
+    @property
+    def new_scene(self) -> bool:
+        """The frame started a new scene (``reason`` in :data:`NEW_SCENE_REASONS`): nothing remembered carried over."""
+        return self.reason in NEW_SCENE_REASONS
 
 
 @dataclass
@@ -522,10 +528,7 @@ class VideoState:
         ``encode_array(state.reference, state.encode_config, frame=state.encode_inputs())`` reproduces it (exact
         update) or encodes what it approximates (motion compensation)."""
         self._require_frame()
-        out = {"temporal": self.temporal}
-        if self._prev_gray is not None:
-            out["previous_gray"] = self._prev_gray
-        return out
+        return _frame_inputs(self.temporal, self._prev_gray)
 
     @property
     def temporal(self) -> np.ndarray:
@@ -537,7 +540,7 @@ class VideoState:
     @property
     def memory_frames(self) -> list[int]:
         """Frame indices held in memory (FIFO and keyframes), oldest first."""
-        return sorted({r.index for r in list(self._memory) + list(self._keyframes)})
+        return sorted(r.index for r in self._records())
 
     @property
     def streams(self) -> list[str]:
@@ -561,6 +564,7 @@ class VideoState:
         self._memory.clear()
         self._keyframes.clear()
         self._streams.clear()
+        self._installed = "main"
 
 
 @dataclass
@@ -948,16 +952,11 @@ def _downscale(gray: np.ndarray, size: int) -> tuple[np.ndarray, int]:
 
 def fixation_map(sel: Selection) -> np.ndarray:
     """(gh, gw) float32: per level-0 tile, 4**-l for the finest token level l covering it (0 where none does):
-    how sharply the tile was seen.  The same as ``0.25 ** sel.level_map()``, painted per level, not per token."""
-    gh, gw = sel.relevance.shape
-    out = np.zeros((gh, gw), np.float32)
-    for lvl in np.unique(sel.levels)[::-1]:  # coarse first, finer tokens overwrite
-        f = 1 << int(lvl)
-        hit = np.zeros((-(-gh // f), -(-gw // f)), bool)
-        pick = sel.levels == lvl
-        hit[sel.rows[pick], sel.cols[pick]] = True
-        up = np.repeat(np.repeat(hit, f, axis=0), f, axis=1)[:gh, :gw]
-        out[up] = 0.25 ** int(lvl)
+    how sharply the tile was seen: ``0.25 ** sel.level_map()`` where a token covers the tile."""
+    lm = sel.level_map()
+    out = np.zeros(lm.shape, np.float32)
+    seen = lm >= 0
+    out[seen] = np.ldexp(np.float32(1.0), -2 * lm[seen])  # 0.25 ** l, exactly
     return out
 
 
@@ -1100,7 +1099,7 @@ class VideoPredictor:
             reason = "scene_cut"
         elif idx - state._last_key >= cfg.keyframe_interval:
             reason = "interval"
-        new_scene = reason in ("first", "size_change", "scene_cut")
+        new_scene = reason in NEW_SCENE_REASONS
         # change detection against the reference: the exact update's input (moving updates and sessions that encode
         # every frame from scratch do without)
         diff = None if new_scene or moving or not cfg.incremental else tile_change(rgb, state._ref, p)
@@ -1114,7 +1113,6 @@ class VideoPredictor:
         shift = None
         if new_scene:
             state._forget()
-            state._installed = "main"
             state._small = self._flow_copy(gray, cells, cfg.flow_size, p) if cfg.flow_size else None
         elif cfg.flow_size and changed.any():
             small, scale = self._flow_copy(gray, cells, cfg.flow_size, p)
@@ -1197,12 +1195,9 @@ class VideoPredictor:
         if state._layout is None or state._layout.shape != (h, w):
             state._layout = _Layout.build(ecfg, (h, w), state.device)
         layout = state._layout
-        inputs = {"temporal": temporal}
-        if prev_gray is not None:
-            inputs["previous_gray"] = prev_gray
         state._ref = rgb.copy()
         state._ref_gray = gray
-        ctx = EncodeContext(state._ref, ecfg, frame=inputs)
+        ctx = EncodeContext(state._ref, ecfg, frame=_frame_inputs(temporal, prev_gray))
         ctx.gray = gray  # already made (a cached_property: the attribute is its cache)
         cells: dict[str, np.ndarray] = {}
         generators = {g: _cell_generator(get_group(g), layout, cells) for g in layout.moving_local} if moving else None
@@ -1210,7 +1205,7 @@ class VideoPredictor:
         timings["local"] = (time.perf_counter() - t) * 1000.0
         t = time.perf_counter()
         state._means, state._maxes, _ = ops.build_mips(x0, layout.coverage[0], len(layout.coverage))
-        state._tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in ctx.tensors.items()}
+        state._tensors = _torch_tensors(ctx)
         if moving:
             self._rebase(state, gray, cells, x0)
         timings["mips"] = (time.perf_counter() - t) * 1000.0
@@ -1275,10 +1270,7 @@ class VideoPredictor:
                 y0, x0, y1, x1 = r0 * p, c0 * p, min(r1 * p, h), min(c1 * p, w)
                 ctx = EncodeContext(ref[y0:y1, x0:x1], ecfg, frame={"previous_gray": prev_gray[y0:y1, x0:x1]})
                 out, _, _, _ = run_groups(ctx, names)
-                o = 0
-                for a, b in slices:
-                    src = out[..., o : o + b - a]
-                    o += b - a
+                for (a, b), src in _split_channels(out, slices):
                     means0[r0:r1, c0:c1, a:b][write] = src[write]
                     maxes0[r0:r1, c0:c1, a:b][write] = src[write]
                 done[r0:r1, c0:c1] |= write
@@ -1291,14 +1283,13 @@ class VideoPredictor:
         everywhere = [layout.temporal]  # channels that changed on the whole grid
         if changed.any() and layout.global_groups:
             ctx = EncodeContext(ref, ecfg, frame={"previous_gray": prev_gray})
+            ctx.gray = state._ref_gray  # made just above, from ``ref`` (a cached_property: the attribute is its cache)
             out, _, _, _ = run_groups(ctx, layout.global_groups)
             slices = [layout.groups[n] for n in layout.global_groups]
-            o = 0
-            for a, b in slices:
-                means0[..., a:b] = maxes0[..., a:b] = out[..., o : o + b - a]
-                o += b - a
+            for (a, b), src in _split_channels(out, slices):
+                means0[..., a:b] = maxes0[..., a:b] = src
             everywhere.extend(slices)
-            state._tensors.update({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in ctx.tensors.items()})
+            state._tensors.update(_torch_tensors(ctx))
         timings["global"] = (time.perf_counter() - t) * 1000.0
 
         t = time.perf_counter()
@@ -1411,11 +1402,9 @@ class VideoPredictor:
             ctx = EncodeContext(rgb, ecfg, frame={"previous_gray": prev_gray})
             ctx.gray = gray
             out, _, _, _ = run_groups(ctx, layout.moving_frame)
-            o = 0
-            for a, b in (layout.groups[g] for g in layout.moving_frame):
-                x0[..., a:b] = out[..., o : o + b - a]
-                o += b - a
-            state._tensors.update({k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in ctx.tensors.items()})
+            for (a, b), src in _split_channels(out, [layout.groups[g] for g in layout.moving_frame]):
+                x0[..., a:b] = src
+            state._tensors.update(_torch_tensors(ctx))
         timings["global"] = (time.perf_counter() - t) * 1000.0
 
         t = time.perf_counter()
@@ -1566,8 +1555,7 @@ class VideoPredictor:
         for i, item in enumerate(frames):
             stats = self.add_frame(state, item)
             sel = self.select(state, q if i == 0 else later, budget, stream=stream, **kwargs)
-            new_scene = stats.reason in ("scene_cut", "size_change")
-            kept = token_overlap(prev, sel) if prev is not None and not new_scene else None
+            kept = token_overlap(prev, sel) if prev is not None and not stats.new_scene else None
             src = item.index if isinstance(item, Frame) else i
             name = item.name if isinstance(item, Frame) else f"frame {i}"
             yield VideoResult(stats.index, src, name, stats, sel, kept)
@@ -1648,6 +1636,29 @@ def _indices(slices: list[tuple[int, int]]) -> np.ndarray:
     return np.unique(np.concatenate([np.arange(a, b) for a, b in slices])) if slices else np.zeros(0, np.int64)
 
 
+def _split_channels(out: np.ndarray, slices: list[tuple[int, int]]) -> Iterator[tuple[tuple[int, int], np.ndarray]]:
+    """``run_groups`` output (..., C) of groups laid out at texture channel ``slices`` [(a, b), ...] in order ->
+    ``((a, b), out[..., block])`` per group (views)."""
+    o = 0
+    for a, b in slices:
+        yield (a, b), out[..., o : o + b - a]
+        o += b - a
+
+
+def _torch_tensors(ctx: EncodeContext) -> dict[str, torch.Tensor]:
+    """The context's named arrays (``ctx.tensors``) as CPU torch tensors, as the texture stores them."""
+    return {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in ctx.tensors.items()}
+
+
+def _frame_inputs(temporal: np.ndarray, prev_gray: np.ndarray | None) -> dict[str, np.ndarray]:
+    """The temporal inputs of an encode (``EncodeContext.frame``): the temporal maps, and the previous frame's grey
+    levels when there is one."""
+    out = {"temporal": temporal}
+    if prev_gray is not None:
+        out["previous_gray"] = prev_gray
+    return out
+
+
 _SELECT_FIELDS = {f.name for f in dataclasses.fields(SelectConfig)} - {"budget", "mode"}
 
 
@@ -1657,6 +1668,7 @@ def _saliency_map(state: VideoState, layout: _Layout) -> np.ndarray:
         a, _ = layout.groups["saliency"]
         return state._means[0][..., a].copy()
     ctx = EncodeContext(state._ref, state.encode_config)
+    ctx.gray = state._ref_gray  # the reference's grey levels, kept with it
     return get_group("saliency").generator(ctx)[..., 0]
 
 
