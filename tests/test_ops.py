@@ -20,6 +20,22 @@ def slow_tile_mean(x: np.ndarray, p: int) -> np.ndarray:
     return out
 
 
+@pytest.mark.parametrize("factor", [2, 3, 4, 8, 12])
+def test_area_shrink_is_the_block_mean(factor):
+    rng = np.random.default_rng(factor)
+    h, w = 6 * factor, 10 * factor
+    x = rng.random((h, w, 3)).astype(np.float32)
+    ref = x.reshape(h // factor, factor, w // factor, factor, 3).mean(axis=(1, 3))
+    np.testing.assert_allclose(ops.area_shrink(x, factor), ref, rtol=1e-5, atol=1e-6)
+    g = rng.integers(0, 256, (h, w), dtype=np.uint8)  # uint8: rounded at every step, half a level each
+    ref = g.reshape(h // factor, factor, w // factor, factor).mean(axis=(1, 3))
+    got = ops.area_shrink(g, factor)
+    steps = {2: 1, 3: 1, 4: 2, 8: 3, 12: 3}[factor]
+    assert got.dtype == np.uint8 and got.shape == ref.shape and np.abs(got - ref).max() <= 0.5 * steps
+    with pytest.raises(ValueError, match="not a multiple"):
+        ops.area_shrink(g[:-1], factor)
+
+
 @pytest.mark.parametrize("shape", [(64, 64), (50, 37), (16, 16), (1, 1), (5, 300), (33, 17, 3), (40, 24, 6)])
 def test_tile_mean_matches_slow_loop(shape):
     x = np.random.default_rng(0).random(shape).astype(np.float32)

@@ -135,8 +135,24 @@ from .selection import Selection, resolve_select_config
 from .selection import select as select_tokens
 from .texture import Texture
 
-#: the storage dtype in NumPy: tile maps are converted there, single-threaded (see ``Texture.flat_features``)
-_STORAGE_NP = torch.empty(0, dtype=STORAGE_DTYPE).numpy().dtype
+#: torch runs an element-wise copy of fewer elements than this on the calling thread (``at::internal::GRAIN_SIZE``)
+_TORCH_GRAIN = 32768
+
+
+def _storage_tensors(maps: list[np.ndarray], device: torch.device) -> list[torch.Tensor]:
+    """Tile maps as ``STORAGE_DTYPE`` tensors on ``device``.  On the CPU the conversion runs in pieces below torch's
+    grain size, so on the calling thread: for arrays this small torch's intra-op threads cost more than they save
+    and keep spinning into what the process does next (see ``Texture.flat_features``); torch's vectorised float16
+    conversion is ~6x faster than NumPy's."""
+    out = []
+    for m in maps:
+        src = torch.from_numpy(np.ascontiguousarray(m))
+        dst = torch.empty(src.shape, dtype=STORAGE_DTYPE)
+        flat_src, flat_dst = src.view(-1), dst.view(-1)
+        for a in range(0, flat_src.numel(), _TORCH_GRAIN):
+            flat_dst[a : a + _TORCH_GRAIN].copy_(flat_src[a : a + _TORCH_GRAIN])
+        out.append(dst.to(device))
+    return out
 
 # ----------------------------------------------------------------------------------------------------------
 # Per-group update rules
@@ -383,7 +399,7 @@ class _Record:
     """One remembered frame: tile maps (gh, gw) in the coordinates of the newest frame (moved on every frame)."""
 
     index: int
-    saliency: np.ndarray
+    saliency: np.ndarray | None  # only the newest record's is read (and kept up to date)
     relevance: dict[str, np.ndarray] = field(default_factory=dict)
     fixations: dict[str, np.ndarray] = field(default_factory=dict)
 
@@ -747,12 +763,17 @@ def regrid(motion: np.ndarray, size: float, new_size: float) -> np.ndarray:
     return np.hstack([m, (a * motion[:, 2] + b - m.sum(axis=1) * b)[:, None]])
 
 
+#: where :func:`register` samples the canvas around each cell: the cell, then one cell right, left, down and up
+_REGISTER_OFFSETS = np.array([[0, 0], [1, 0], [-1, 0], [0, 1], [0, -1]], np.float32)
+
+
 def register(head: np.ndarray, grey: np.ndarray, to_canvas: np.ndarray, iterations: int = 1, step: int = 3
              ) -> np.ndarray:
     """Refine where a frame lies on the canvas: Gauss-Newton steps of a similarity transform (rotation, scale and
     shift about the frame's centre) that bring the canvas's grey levels onto the frame's, on every ``step``-th cell
     each way; cells the camera does not explain (moving objects: |residual| beyond 4.685 robust standard deviations, at
-    least 8 grey levels) are weighted out by Tukey's biweight.
+    least 8 grey levels) are weighted out by Tukey's biweight.  The canvas is sampled (bilinear) only at those cells
+    and one cell either side of them, for the gradient (central differences).
 
     Args:
         head: (Hc, Wc, 2) float32, the canvas's validity and grey level.  grey: (ch, cw) float32, the frame's cells.
@@ -762,36 +783,41 @@ def register(head: np.ndarray, grey: np.ndarray, to_canvas: np.ndarray, iteratio
     """
     ch, cw = grey.shape
     cx, cy = (cw - 1) / 2.0, (ch - 1) / 2.0
-    x = np.broadcast_to(np.arange(0, cw, step, dtype=np.float32)[None, :] - np.float32(cx), grey[::step, ::step].shape)
-    y = np.broadcast_to(np.arange(0, ch, step, dtype=np.float32)[:, None] - np.float32(cy), x.shape)
+    xs, ys = np.meshgrid(np.arange(0, cw, step, dtype=np.float32), np.arange(0, ch, step, dtype=np.float32))
+    ny, nx = xs.shape
+    px = (xs[None] + _REGISTER_OFFSETS[:, 0, None, None]).reshape(-1, nx)  # (5 ny, nx): the cells, then the neighbours
+    py = (ys[None] + _REGISTER_OFFSETS[:, 1, None, None]).reshape(-1, nx)
+    x, y = xs - np.float32(cx), ys - np.float32(cy)
     g = grey[::step, ::step]
     for _ in range(iterations):
-        pred = cv2.warpAffine(head, to_canvas, (cw, ch), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
-                              borderMode=cv2.BORDER_CONSTANT)
-        p = pred[..., 1]
-        gx = cv2.Sobel(p, cv2.CV_32F, 1, 0, ksize=3, scale=0.125)[::step, ::step]
-        gy = cv2.Sobel(p, cv2.CV_32F, 0, 1, ksize=3, scale=0.125)[::step, ::step]
-        ok = pred[::step, ::step, 0] > 0.999
-        ok[[0, -1], :] = ok[:, [0, -1]] = False  # the gradient needs both neighbours
+        a = to_canvas.astype(np.float32)
+        s = cv2.remap(head, a[0, 0] * px + a[0, 1] * py + a[0, 2], a[1, 0] * px + a[1, 1] * py + a[1, 2],
+                      cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT).reshape(5, ny, nx, 2)
+        ok = (s[..., 0] > 0.999).all(axis=0)  # the cell and its four neighbours on the valid canvas
         if ok.sum() < 64:
             break
-        r = (g - p[::step, ::step])[ok]
+        v = s[..., 1]
+        r = (g - v[0])[ok]
         scale = max(4.685 * 1.4826 * float(np.median(np.abs(r))), 8.0)
         w = np.clip(1.0 - (r / scale) ** 2, 0.0, None) ** 2
-        gx, gy, xs, ys = gx[ok], gy[ok], x[ok], y[ok]
-        jac = np.stack([gx, gy, gx * xs + gy * ys, gy * xs - gx * ys])
+        gx, gy = 0.5 * (v[1] - v[2])[ok], 0.5 * (v[3] - v[4])[ok]
+        xs_, ys_ = x[ok], y[ok]
+        jac = np.stack([gx, gy, gx * xs_ + gy * ys_, gy * xs_ - gx * ys_])
         jw = jac * w
         try:
-            tx, ty, a, b = np.linalg.solve(jw @ jac.T + 1e-6 * np.eye(4), jw @ r)
+            tx, ty, da, db = np.linalg.solve(jw @ jac.T + 1e-6 * np.eye(4), jw @ r)
         except np.linalg.LinAlgError:
             break
-        to_canvas = then(np.array([[1 + a, -b, tx - a * cx + b * cy], [b, 1 + a, ty - b * cx - a * cy]]), to_canvas)
+        to_canvas = then(np.array([[1 + da, -db, tx - da * cx + db * cy], [db, 1 + da, ty - db * cx - da * cy]]),
+                         to_canvas)
     return to_canvas
 
 
 def cell_size(patch: int) -> int:
     """Side in px of the cells motion compensation keeps pixel statistics at: a quarter of a tile (a half, or the tile,
-    when the patch size is not divisible by 4, 2)."""
+    when the patch size is not divisible by 4, 2).  Half-tile cells would halve the canvas's per-frame cost at the same
+    tokens on ``sam2_bedroom_video``, but registering on them misses a sub-pixel pan by more than half a pixel (the
+    bilinearly sampled cell means of the keyframe no longer match the frame's own)."""
     for q in (4, 2):
         if patch % q == 0:
             return patch // q
@@ -833,13 +859,13 @@ def cells_to_tiles(cells: np.ndarray, coverage: np.ndarray, per_tile: int) -> np
 
 
 def grey_cells(gray: np.ndarray, cell: int) -> np.ndarray:
-    """Mean grey level of every ``cell``-px cell (edge-padded to whole cells; OpenCV's integer area path, rounded to
+    """Mean grey level of every ``cell``-px cell (edge-padded to whole cells; :func:`ops.area_shrink`, rounded to
     integer levels).  (H, W) uint8 -> (ceil(H/s), ceil(W/s)) uint8."""
     h, w = gray.shape
     ch, cw = ops.grid_shape(h, w, cell)
     if (ch * cell, cw * cell) != (h, w):
         gray = cv2.copyMakeBorder(gray, 0, ch * cell - h, 0, cw * cell - w, cv2.BORDER_REPLICATE)
-    return cv2.resize(gray, (cw, ch), interpolation=cv2.INTER_AREA)
+    return ops.area_shrink(gray, cell)
 
 
 #: Fixed cost of one crop (a call of every generator), in level-0 tiles' worth of pixels (measured on a 2-core x86
@@ -907,27 +933,25 @@ def splat_matrix(dest_x: np.ndarray, dest_y: np.ndarray):
 
     Each source tile's value is splatted bilinearly around ``(dest_x, dest_y)``; a destination that receives more
     than one unit of weight averages, one that receives less fades (content the motion uncovers has no past).  A
-    zero flow is the identity.  (gh, gw) float32 each -> ``scipy.sparse.csr_matrix``; apply with
-    :func:`warp_tile_maps`.
+    zero flow is the identity.  (gh, gw) float32 each -> ``scipy.sparse.csc_matrix`` (a column per source tile, its
+    up to four destinations in order: built without sorting); apply with :func:`warp_tile_maps`.
     """
     from scipy import sparse
 
     gh, gw = dest_x.shape
     n = gh * gw
-    x0, y0 = np.floor(dest_x), np.floor(dest_y)
-    wx, wy = dest_x - x0, dest_y - y0
-    src = np.arange(n)
-    rows, cols, vals = [], [], []
-    for dy, dx, wgt in ((0, 0, (1 - wy) * (1 - wx)), (0, 1, (1 - wy) * wx), (1, 0, wy * (1 - wx)), (1, 1, wy * wx)):
-        ty, tx = (y0 + dy).astype(np.int64).ravel(), (x0 + dx).astype(np.int64).ravel()
-        wgt = wgt.ravel()
-        ok = (ty >= 0) & (ty < gh) & (tx >= 0) & (tx < gw) & (wgt > 0)
-        rows.append(ty[ok] * gw + tx[ok])
-        cols.append(src[ok])
-        vals.append(wgt[ok])
-    rows, vals = np.concatenate(rows), np.concatenate(vals)
+    x, y = dest_x.ravel(), dest_y.ravel()
+    x0, y0 = np.floor(x), np.floor(y)
+    wx, wy = x - x0, y - y0
+    ty = y0.astype(np.int64)[:, None] + np.array([0, 0, 1, 1])  # (N, 4): each source's four destinations
+    tx = x0.astype(np.int64)[:, None] + np.array([0, 1, 0, 1])
+    wgt = np.stack([(1 - wy) * (1 - wx), (1 - wy) * wx, wy * (1 - wx), wy * wx], axis=1)
+    ok = (ty >= 0) & (ty < gh) & (tx >= 0) & (tx < gw) & (wgt > 0)
+    rows, vals = (ty * gw + tx)[ok], wgt[ok]
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(ok.sum(axis=1), out=indptr[1:])
     received = np.bincount(rows, weights=vals, minlength=n)
-    return sparse.csr_matrix((vals / np.maximum(received, 1.0)[rows], (rows, np.concatenate(cols))), shape=(n, n))
+    return sparse.csc_matrix((vals / np.maximum(received, 1.0)[rows], rows, indptr), shape=(n, n))
 
 
 def warp_tile_maps(splat, maps: list[np.ndarray]) -> list[np.ndarray]:
@@ -935,8 +959,11 @@ def warp_tile_maps(splat, maps: list[np.ndarray]) -> list[np.ndarray]:
     if not maps:
         return []
     shape = maps[0].shape
-    moved = splat @ np.stack([m.ravel() for m in maps], axis=1)
-    return [np.ascontiguousarray(moved[:, i].reshape(shape), dtype=np.float32) for i in range(len(maps))]
+    stacked = np.empty((maps[0].size, len(maps)), np.float32)
+    for i, m in enumerate(maps):
+        stacked[:, i] = m.ravel()
+    moved = (splat @ stacked).astype(np.float32, copy=False)
+    return [moved[:, i].reshape(shape) for i in range(len(maps))]
 
 
 def _downscale(gray: np.ndarray, size: int) -> tuple[np.ndarray, int]:
@@ -947,7 +974,7 @@ def _downscale(gray: np.ndarray, size: int) -> tuple[np.ndarray, int]:
     if f == 1:
         return gray, 1
     hh, ww = max(h // f, 1), max(w // f, 1)
-    return cv2.resize(gray[: hh * f, : ww * f], (ww, hh), interpolation=cv2.INTER_AREA), f
+    return ops.area_shrink(gray[: hh * f, : ww * f], f), f
 
 
 def fixation_map(sel: Selection) -> np.ndarray:
@@ -1457,8 +1484,7 @@ class VideoPredictor:
         return Texture(
             image=rgb, config=state.encode_config, channels=layout.channels, groups=dict(layout.groups),
             absent=layout.absent,
-            mean=[torch.from_numpy(m.astype(_STORAGE_NP)).to(dev) for m in state._means],
-            max=[torch.from_numpy(m.astype(_STORAGE_NP)).to(dev) for m in state._maxes],
+            mean=_storage_tensors(state._means, dev), max=_storage_tensors(state._maxes, dev),
             coverage=layout.coverage_t, content_hash=f"video-{state.session}-{idx:08d}",
             extras={"video_session": state.session, "frame": idx}, tensors=dict(state._tensors))
 
@@ -1469,17 +1495,16 @@ class VideoPredictor:
         rel = np.zeros(grid, np.float32)
         fix = np.zeros(grid, np.float32)
         sal = np.zeros(grid, np.float32)
-        newest = -1
-        for r in state._records():
-            if r.index >= idx:
-                continue
+        records = [r for r in state._records() if r.index < idx]
+        for r in records:
             wgt = np.float32(cfg.decay ** (idx - r.index - 1))
             if stream in r.relevance:
                 np.maximum(rel, wgt * r.relevance[stream], out=rel)
             if stream in r.fixations:
                 fix += wgt * r.fixations[stream]
-            if r.index > newest:
-                newest, sal = r.index, wgt * r.saliency
+        if records:  # the previous frame's saliency: the newest record's (the only one kept)
+            newest = max(records, key=lambda r: r.index)
+            sal = np.float32(cfg.decay ** (idx - newest.index - 1)) * newest.saliency
         norm = sum(cfg.decay**j for j in range(cfg.memory))
         out = np.dstack([rel, sal, fix / np.float32(norm)])
         return np.clip(np.nan_to_num(out), 0.0, 1.0).astype(np.float32)
@@ -1563,12 +1588,18 @@ class VideoPredictor:
 
 
 def _warp_memory(records: list[_Record], splat) -> None:
-    """Move every remembered tile map with the picture (one sparse product for all of them)."""
+    """Move every remembered tile map that is still read with the picture (one sparse product for all of them): the
+    relevance and fixations of every record, the saliency of the newest (the only one :meth:`VideoPredictor._compose`
+    reads; older records drop theirs)."""
     slots: list[tuple[_Record, dict | None, str | None]] = []
     maps = []
+    newest = max(records, key=lambda r: r.index)
     for r in records:
-        slots.append((r, None, None))
-        maps.append(r.saliency)
+        if r is newest:
+            slots.append((r, None, None))
+            maps.append(r.saliency)
+        else:
+            r.saliency = None
         for d in (r.relevance, r.fixations):
             for k, v in d.items():
                 slots.append((r, d, k))
