@@ -41,8 +41,7 @@ class LmdbBackend:
         self.path = path
         self.env = lmdb.open(str(path), map_size=map_size, sync=False, max_readers=256, lock=True)
 
-    def put(self, key: str, blob: bytes) -> None:
-        digest = hashlib.sha256(blob).digest()
+    def put(self, key: str, blob: bytes, digest: bytes) -> None:
         with self.env.begin(write=True) as txn:
             txn.put(key.encode(), digest + blob, overwrite=False)
 
@@ -68,12 +67,12 @@ class FilesBackend:
         self.path = path
         path.mkdir(parents=True, exist_ok=True)
 
-    def put(self, key: str, blob: bytes) -> None:
+    def put(self, key: str, blob: bytes, digest: bytes) -> None:
         dest = self.path / f"{key}.fvt"
         if dest.exists():
             return
         tmp = self.path / f".{key}.{os.getpid()}.tmp"
-        tmp.write_bytes(hashlib.sha256(blob).digest() + blob)
+        tmp.write_bytes(digest + blob)
         os.replace(tmp, dest)
 
     def get(self, key: str) -> bytes | None:
@@ -135,11 +134,13 @@ def _variants(tex: Texture, count: int) -> list[tuple[Texture, bytes, str]]:
 
 
 def _put(backend, item) -> None:
+    """One timed put.  Every backend gets the blob's SHA-256 made in advance (``texture_blob``, as the service's
+    uploads do), so no put's time includes hashing it."""
     tex, blob, digest = item
     if isinstance(backend, SqliteBackend):
         backend.put_texture(tex, (blob, digest))
     else:
-        backend.put(tex.id, blob)
+        backend.put(tex.id, blob, bytes.fromhex(digest))
 
 
 def _writer(kind: str, path: str, size: int, count: int, seed: int, ready) -> None:

@@ -680,12 +680,19 @@ def bench_video(
     stream: Optional[int] = typer.Option(None, "--stream",
                                          help="Instead: resident memory over this many generated frames."),
     preset: str = typer.Option("fast", "--preset", "-p", help="Channel preset."),
+    cv_threads: Optional[int] = typer.Option(None, "--cv-threads", min=1,
+                                             help="OpenCV threads for the run (default: OpenCV's, one per core)."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
     device: str = DeviceOpt,
 ) -> None:
     """Video benchmark: per-frame cost of incremental updates vs encoding every frame from scratch (same run), or
     resident memory over a long generated stream (--stream N)."""
     from .video_bench import bench_clip, bench_memory, generated_frame
+
+    if cv_threads is not None:
+        import cv2
+
+        cv2.setNumThreads(cv_threads)
 
     if stream is not None:
         bench_memory(stream, preset=preset, device=device, console=out, json_path=json_path)
