@@ -21,7 +21,7 @@ import torch
 from . import ops
 from .channels import EncodeContext, get_group, resolve_groups, run_groups
 from .config import EncodeConfig, replace_config
-from .device import COMPUTE_DTYPE, STORAGE_DTYPE, resolve_device
+from .device import COMPUTE_DTYPE, resolve_device, to_storage
 from .errors import ConfigError, TextureFormatError
 from .io import ImageLike, load_image
 
@@ -382,8 +382,8 @@ def encode_array(rgb: np.ndarray, config: EncodeConfig, device: torch.device | N
         channels=tuple(channels),
         groups=groups,
         absent=absent,
-        mean=[torch.from_numpy(m).to(device=dev, dtype=STORAGE_DTYPE) for m in means],
-        max=[torch.from_numpy(m).to(device=dev, dtype=STORAGE_DTYPE) for m in maxes],
+        mean=to_storage(means, dev),
+        max=to_storage(maxes, dev),
         coverage=[torch.from_numpy(c).to(dev) for c in covs],
         content_hash=content_hash if content_hash is not None else _content_hash(rgb),
         timings_ms=timings,

@@ -127,32 +127,13 @@ from torch import nn
 from . import ops
 from .channels import EncodeContext, get_group, resolve_groups, run_groups
 from .config import EncodeConfig, SelectConfig
-from .device import STORAGE_DTYPE, resolve_device
+from .device import resolve_device, to_storage
 from .errors import ConfigError, ImageError, NoImageSetError, VideoError
 from .io import DEFAULT_MAX_PIXELS, ImageLike, load_image
 from .scoring import Query, Scorer, default_scorer
 from .selection import Selection, resolve_select_config
 from .selection import select as select_tokens
 from .texture import Texture
-
-#: torch runs an element-wise copy of fewer elements than this on the calling thread (``at::internal::GRAIN_SIZE``)
-_TORCH_GRAIN = 32768
-
-
-def _storage_tensors(maps: list[np.ndarray], device: torch.device) -> list[torch.Tensor]:
-    """Tile maps as ``STORAGE_DTYPE`` tensors on ``device``.  On the CPU the conversion runs in pieces below torch's
-    grain size, so on the calling thread: for arrays this small torch's intra-op threads cost more than they save
-    and keep spinning into what the process does next (see ``Texture.flat_features``); torch's vectorised float16
-    conversion is ~6x faster than NumPy's."""
-    out = []
-    for m in maps:
-        src = torch.from_numpy(np.ascontiguousarray(m))
-        dst = torch.empty(src.shape, dtype=STORAGE_DTYPE)
-        flat_src, flat_dst = src.view(-1), dst.view(-1)
-        for a in range(0, flat_src.numel(), _TORCH_GRAIN):
-            flat_dst[a : a + _TORCH_GRAIN].copy_(flat_src[a : a + _TORCH_GRAIN])
-        out.append(dst.to(device))
-    return out
 
 # ----------------------------------------------------------------------------------------------------------
 # Per-group update rules
@@ -1484,7 +1465,7 @@ class VideoPredictor:
         return Texture(
             image=rgb, config=state.encode_config, channels=layout.channels, groups=dict(layout.groups),
             absent=layout.absent,
-            mean=_storage_tensors(state._means, dev), max=_storage_tensors(state._maxes, dev),
+            mean=to_storage(state._means, dev), max=to_storage(state._maxes, dev),
             coverage=layout.coverage_t, content_hash=f"video-{state.session}-{idx:08d}",
             extras={"video_session": state.session, "frame": idx}, tensors=dict(state._tensors))
 
