@@ -3,7 +3,7 @@
     python scripts/embed_threads.py [--busy 2] [-n 30]
 
 Starts ``--busy`` processes that spin on a core, then times ``n`` MiniLM embeddings of distinct questions with
-``torch.set_num_threads(k)`` for k = 1, 2 (bypassing ``foveate.device.request_threads``).  Backs the figures in
+``torch.set_num_threads(k)`` for k = 1, 2 (bypassing ``foveate.core.device.request_threads``).  Backs the figures in
 BENCHMARKS.md ("The question is embedded on one torch thread").
 """
 
@@ -23,7 +23,7 @@ def _spin(stop) -> None:
 
 
 def _time_embeddings(n: int) -> list[float]:
-    from foveate.text import embed_texts
+    from foveate.query.text import embed_texts
 
     embed_texts(["warm up"])
     ts = []

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from foveate import DeviceError
-from foveate.device import request_threads, resolve_device
+from foveate.core.device import request_threads, resolve_device
 
 
 def test_resolve_device():

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from foveate.config import EncodeConfig, SelectConfig
-from foveate.errors import ConfigError, DatasetError, FoveateError
+from foveate.core.config import EncodeConfig, SelectConfig
+from foveate.core.errors import ConfigError, DatasetError, FoveateError
 from foveate.evaluation import (
     EvalConfig,
     Tokens,
@@ -38,7 +38,7 @@ from foveate.evaluation import (
     write_outputs,
 )
 from foveate.metrics import query_metrics
-from foveate.ops import level_shapes
+from foveate.core.ops import level_shapes
 from foveate.synth import TextLine, render_page
 
 FAST = EncodeConfig(preset="fast")
@@ -99,7 +99,7 @@ def eval_set(tmp_path_factory):
 @pytest.fixture(scope="module")
 def result(eval_set):
     with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(sys.modules, "foveate.text", None)  # OCR unavailable, whatever is installed
+        mp.setitem(sys.modules, "foveate.query.text", None)  # OCR unavailable, whatever is installed
         return run_eval(eval_set[0], EvalConfig(budgets=(64, 144), encode=FAST, random_seeds=3))
 
 
@@ -262,13 +262,13 @@ def test_missing_folder_or_file_is_a_dataset_error(tmp_path):
 
 
 def test_each_image_is_encoded_once(tmp_path, monkeypatch):
-    import foveate.texture
+    import foveate.core.texture
 
     make_eval_set(tmp_path, bad_lines=False)
     calls = []
-    real = foveate.texture.encode_array
-    monkeypatch.setattr(foveate.texture, "encode_array", lambda *a, **k: calls.append(1) or real(*a, **k))
-    monkeypatch.setitem(sys.modules, "foveate.text", None)
+    real = foveate.core.texture.encode_array
+    monkeypatch.setattr(foveate.core.texture, "encode_array", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setitem(sys.modules, "foveate.query.text", None)
     r = run_eval(tmp_path, EvalConfig(budgets=(64, 144, 273), encode=FAST, random_seeds=2,
                                       variants=(("topk", SelectConfig(mode="topk")),)))
     assert len(calls) == r.counts["encodes"] == 2
@@ -297,7 +297,7 @@ def test_records_and_invariants(result):
 
 def test_limit_samples_queries_reproducibly(eval_set, monkeypatch):
     root, _ = eval_set
-    monkeypatch.setitem(sys.modules, "foveate.text", None)
+    monkeypatch.setitem(sys.modules, "foveate.query.text", None)
     a = run_eval(root, EvalConfig(budgets=(64,), encode=FAST, limit=4, seed=5, random_seeds=1, baselines=()))
     b = run_eval(root, EvalConfig(budgets=(64,), encode=FAST, limit=4, seed=5, random_seeds=1, baselines=()))
     assert [r["line"] for r in a.records] == [r["line"] for r in b.records]
@@ -306,7 +306,7 @@ def test_limit_samples_queries_reproducibly(eval_set, monkeypatch):
 
 def test_budget_below_the_coarsest_cover_is_reported_per_line(eval_set, monkeypatch):
     root, _ = eval_set
-    monkeypatch.setitem(sys.modules, "foveate.text", None)
+    monkeypatch.setitem(sys.modules, "foveate.query.text", None)
     r = run_eval(root, EvalConfig(budgets=(3, 64), encode=FAST, random_seeds=1))
     assert r.counts["problem:budget"] > 0
     assert {rec["budget"] for rec in r.records} == {64}
@@ -386,22 +386,22 @@ def test_lines_at_reads_only_at_the_box_in_reading_order():
 
 
 def test_ocr_unavailable_is_reported_not_faked(result):
-    assert result.ocr["status"] == "unavailable" and "foveate.text" in result.ocr["reason"]
+    assert result.ocr["status"] == "unavailable" and "foveate.query.text" in result.ocr["reason"]
     assert all("ocr" not in r for r in result.records)
     md = render_markdown(result)
     assert "| unavailable |" in md and "OCR column: unavailable" in md
 
 
 def test_ocr_on_without_ocr_module_is_an_error(eval_set, monkeypatch):
-    monkeypatch.setitem(sys.modules, "foveate.text", None)
+    monkeypatch.setitem(sys.modules, "foveate.query.text", None)
     with pytest.raises(FoveateError, match="OCR is not available"):
         run_eval(eval_set[0], EvalConfig(budgets=(64,), encode=FAST, ocr="on"))
 
 
 @pytest.mark.slow
 def test_real_ocr_reads_the_answers_on_the_full_page(tmp_path):
-    """Live once the OCR module (foveate.text) is installed; skipped before."""
-    pytest.importorskip("foveate.text")
+    """Live once the OCR module (foveate.query.text) is installed; skipped before."""
+    pytest.importorskip("foveate.query.text")
     make_eval_set(tmp_path, bad_lines=False)
     r = run_eval(tmp_path, EvalConfig(budgets=(576,), encode=FAST, random_seeds=1, ocr="on"))
     s = aggregate(r.records, r.config.methods)["576"]["all"]["ocr"]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import scipy.ndimage as ndi
 
-from foveate import ops
+from foveate.core import ops
 
 
 def slow_tile_mean(x: np.ndarray, p: int) -> np.ndarray:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import foveate
-import foveate.texture as texture_mod
+import foveate.core.texture as texture_mod
 from foveate import FoveatePredictor, NoImageSetError, Texture
 
 

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 import foveate
-from foveate import semantic as S
-from foveate.errors import ConfigError
+from foveate.query import semantic as S
+from foveate.core.errors import ConfigError
 
 
 def _byte_alphabet() -> list[str]:

@@ -300,7 +300,7 @@ def test_api_key(tmp_path):
 
 
 def test_settings_from_env_and_flags(tmp_path):
-    from foveate.errors import ConfigError
+    from foveate.core.errors import ConfigError
     from foveate.service.settings import ServiceSettings
 
     env = {"FOVEATE_PRESET": "full", "FOVEATE_WORKERS": "3", "FOVEATE_ALLOW_PUBLIC": "yes", "FOVEATE_API_KEY": " "}

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 import foveate
-from foveate.errors import StoreError
+from foveate.core.errors import StoreError
 from foveate.store import DB_NAME, TextureStore, encode_into_store, expand_images
 
 from .conftest import random_image
@@ -187,7 +187,7 @@ def _worker(path: str, seeds: list[int], read_seeds: list[int], out) -> None:
                 t = st.get(tid)
                 if t is not None:
                     seen.add(tid)
-                    if t.id != tid or t.content_hash != foveate.texture.content_hash(t.image):
+                    if t.id != tid or t.content_hash != foveate.core.texture.content_hash(t.image):
                         problems.append(f"bad read of {tid}")
         st.close()
     except Exception as exc:  # reported to the parent, which fails the test

@@ -1,6 +1,6 @@
 """Text relevance with the real models: rapidocr reads pages we render (their word boxes are known), MiniLM
 embeds lines and queries, and the text query term steers the selection.  One OCR run per rendered page
-(session fixtures; ``foveate.text`` caches OCR per image)."""
+(session fixtures; ``foveate.query.text`` caches OCR per image)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import foveate
-from foveate import text as T
-from foveate.errors import UnsupportedInputError
+from foveate.query import text as T
+from foveate.core.errors import UnsupportedInputError
 from foveate.metrics import query_metrics
 from foveate.synth import TextLine, render_page
 
@@ -170,7 +170,7 @@ def test_bad_or_odd_queries_give_a_selection(page_texture, query):
     assert 0 < len(sel) <= 273
     if not query.strip():
         assert sel.query.text is None and not sel.notes
-    if len(query) > foveate.scoring.MAX_QUERY_CHARS:
+    if len(query) > foveate.query.query.MAX_QUERY_CHARS:
         assert any("truncated" in n for n in sel.notes)
     if query == "🧾 total due":
         assert not any("falls back" in n for n in sel.notes)
@@ -262,7 +262,7 @@ def test_paint_boxes_against_a_loop():
 
 
 def test_emphasis_rules(page_texture):
-    from foveate.emphasis import emphasis_map, emphasis_rules
+    from foveate.query.emphasis import emphasis_map, emphasis_rules
 
     assert emphasis_rules({"what", "colour", "is", "it"}) == ["colour"]
     assert emphasis_rules({"red", "car"}) == ["colour:red"]

@@ -9,8 +9,9 @@ import pytest
 import torch
 
 import foveate
-from foveate import ConfigError, EncodeConfig, Texture, TextureFormatError, encode, ops
-from foveate.channels import PRESETS, list_groups
+from foveate import ConfigError, EncodeConfig, Texture, TextureFormatError, encode
+from foveate.core import ops
+from foveate.core.channels import PRESETS, list_groups
 
 from .conftest import random_image
 

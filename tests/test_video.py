@@ -17,8 +17,9 @@ import torch
 from scipy import ndimage
 
 import foveate.video as video_mod
-from foveate import NoImageSetError, VideoError, ops
-from foveate.texture import compute_channels, encode_array
+from foveate import NoImageSetError, VideoError
+from foveate.core import ops
+from foveate.core.texture import compute_channels, encode_array
 from foveate.video import (
     EDGES_MARGIN,
     FREQUENCY_MARGIN,
@@ -580,7 +581,7 @@ def test_stability_keeps_tiles_unless_beaten_by_the_margin():
 
 
 def test_the_stability_scorer_keeps_the_scorer_contract(photo_texture):
-    from foveate.scoring import default_scorer
+    from foveate.query.scorer import default_scorer
 
     feats, _ = photo_texture.flat_features()
     base = default_scorer(photo_texture.channels, feats.device)

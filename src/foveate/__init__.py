@@ -4,9 +4,9 @@ Encode an image once into a mipmapped multi-channel texture (:func:`encode`), th
 cheaply (:func:`select`), each with a fixed budget of tokens at the level of detail each region needs.
 """
 
-from .channels import ChannelGroup, list_groups, register_group
-from .config import EncodeConfig, SelectConfig
-from .errors import (
+from .core.channels import ChannelGroup, list_groups, register_group
+from .core.config import EncodeConfig, SelectConfig
+from .core.errors import (
     BudgetError,
     ConfigError,
     DeviceError,
@@ -20,13 +20,17 @@ from .errors import (
     UnsupportedInputError,
     VideoError,
 )
-from .io import load_image
+from .core.io import load_image
+from .core.texture import Texture, encode
 from .predictor import FoveatePredictor
-from .scoring import Query, Scorer
+from .query.query import Query
+from .query.scorer import Scorer
 from .selection import Selection, select
-from .texture import Texture, encode
 from .video import FrameReader, VideoConfig, VideoPredictor, VideoState, read_frames
-from . import emphasis, semantic, text  # noqa: F401  (register the text and semantic groups and query terms)
+
+# the text, emphasis and semantic channel groups and query terms register themselves on import; this order is the
+# order of foveate.query.terms.QUERY_TERMS (prompt, text, emphasis, semantic), which the scorer's weights follow
+from .query import text as _text, emphasis as _emphasis, semantic as _semantic  # noqa: F401
 
 __version__ = "0.1.0"
 

@@ -24,12 +24,12 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from .config import EncodeConfig
-from .device import describe, resolve_device
-from .io import load_image
+from .core.config import EncodeConfig
+from .core.device import describe, resolve_device
+from .core.io import load_image
+from .core.texture import encode_array
+from .query.text import _embed_query_cached, clear_ocr_cache, embed_query
 from .selection import select
-from .text import _embed_query_cached, clear_ocr_cache, embed_query
-from .texture import encode_array
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 

@@ -27,10 +27,10 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from .config import EncodeConfig
-from .errors import ConfigError
+from .core.config import EncodeConfig
+from .core.errors import ConfigError
+from .core.texture import Texture
 from .store import TextureStore, texture_blob
-from .texture import Texture
 
 
 # -- the alternatives, minimal --------------------------------------------------------------------------------
@@ -155,7 +155,7 @@ def _writer(kind: str, path: str, size: int, count: int, seed: int, ready) -> No
 
 
 def _base_texture(size: int, seed: int) -> Texture:
-    from .texture import encode_array
+    from .core.texture import encode_array
 
     rng = np.random.default_rng(seed)
     img = rng.integers(0, 256, (size, size, 3), dtype=np.uint8)
@@ -210,7 +210,7 @@ def bench_backend(kind: str, items: list, size: int, root: Path) -> dict:
 def run_store_bench(count: int = 40, size: int = 1024, backends: list[str] | None = None,
                     json_path: Path | None = None, console: Console | None = None) -> dict:
     from .bench import machine_info
-    from .device import resolve_device
+    from .core.device import resolve_device
 
     console = console or Console()
     backends = backends or ["sqlite", "lmdb", "files"]

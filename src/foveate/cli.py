@@ -16,9 +16,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .config import DEFAULT_BUDGET, EncodeConfig, SelectConfig, replace_config
-from .errors import FoveateError
-from .io import DEFAULT_MAX_PIXELS
+from .core.config import DEFAULT_BUDGET, EncodeConfig, SelectConfig, replace_config
+from .core.errors import FoveateError
+from .core.io import DEFAULT_MAX_PIXELS
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Encode an image once; select a fixed budget of VLM tokens per query.")
@@ -43,7 +43,7 @@ def _encode_config(preset: str, patch_size: int, max_levels: int, max_pixels: in
                    semantic_model: Optional[str] = None) -> EncodeConfig:
     cfg = EncodeConfig(preset=preset, patch_size=patch_size, max_levels=max_levels, max_pixels=max_pixels)
     if semantic_model:
-        from .channels import resolve_groups
+        from .core.channels import resolve_groups
 
         groups = resolve_groups(cfg)
         cfg = replace_config(cfg, {"groups": groups + ("semantic",) * ("semantic" not in groups),
@@ -76,7 +76,7 @@ def _resolve_input(path: str) -> Path:
 
 def _texture_for(path: Path, config: EncodeConfig, device: str, quiet: bool = False):
     """Load a saved ``.fvt`` texture (no encode) or encode an image, with a spinner on a terminal."""
-    from .texture import Texture, encode
+    from .core.texture import Texture, encode
 
     if path.suffix == ".fvt":
         return Texture.load(path, device=device)
@@ -105,7 +105,7 @@ def _numbers(values: str | list[str], what: str, count: int | None = None, kind:
 def _prompt_query(text: Optional[str], point: list[str], neg_point: list[str], box: list[str]):
     """A :class:`Query` from the CLI's text and SAM-style prompt options (``--point x,y``, ``--neg-point``,
     ``--box x0,y0,x1,y1``, each repeatable)."""
-    from .scoring import Query
+    from .query.query import Query
 
     points = [_numbers(p, "--point", 2) for p in point] + [_numbers(p, "--neg-point", 2) for p in neg_point]
     return Query(text=text, points=tuple(points), point_labels=(1,) * len(point) + (0,) * len(neg_point),
@@ -133,7 +133,7 @@ def encode(
 ) -> None:
     """Encode image(s) once into texture file(s) (.fvt), or into a texture store (--store), that
     `foveate select` and `foveate serve` answer queries from."""
-    from .texture import encode as encode_image
+    from .core.texture import encode as encode_image
 
     config = _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model)
     if store is not None:
@@ -247,7 +247,7 @@ def info(
     max_pixels: int = MaxPixOpt, device: str = DeviceOpt, semantic_model: Optional[str] = SemanticOpt,
 ) -> None:
     """Show a texture's channels, levels, memory and encode timings."""
-    from .channels import get_group
+    from .core.channels import get_group
 
     tex = _texture_for(_resolve_input(source), _encode_config(preset, patch_size, max_levels, max_pixels,
                                                               semantic_model), device)
@@ -341,7 +341,7 @@ def store_ls(store: Optional[Path] = StoreOpt,
              order: str = typer.Option("last_access", "--order", help="last_access, size or created."),
              json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List stored textures, most recently used first."""
-    from .texture import FORMAT_VERSION
+    from .core.texture import FORMAT_VERSION
 
     with _open_store(store) as st:
         entries = st.entries(order)
@@ -548,7 +548,7 @@ def eval_command(
     per-query record) and eval.md."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from .errors import DatasetError
+    from .core.errors import DatasetError
     from .evaluation import (BASELINES, EvalConfig, load_pyplot, parse_select_value, parse_variant, print_tables,
                              run_eval, write_outputs)
 

@@ -18,7 +18,7 @@ The stage, top to bottom:
   selection procedure driven by the ground-truth boxes); *query-blind* is foveate with no query, and *full*
   (every level-0 tile, over any budget) is the reference the metric itself allows.
 * **OCR answer check** -- :func:`answer_found`: a normalised, location-aware match of ``answer_text`` in what
-  an OCR reads from the mosaic, the full image and the uniform image (needs ``foveate.text``; otherwise the
+  an OCR reads from the mosaic, the full image and the uniform image (needs ``foveate.query.text``; otherwise the
   column is reported as unavailable).
 * **runner** -- :func:`run_eval`: each image is encoded once and serves all its queries, budgets, baselines.
 * **aggregation and outputs** -- :func:`aggregate`, :func:`render_markdown`, :func:`print_tables`,
@@ -41,8 +41,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from .config import EncodeConfig, SelectConfig, replace_config
-from .errors import BudgetError, ConfigError, DatasetError, FoveateError
+from .core.config import EncodeConfig, SelectConfig, replace_config
+from .core.errors import BudgetError, ConfigError, DatasetError, FoveateError
 from .metrics import DEFAULT_HIT_THRESHOLD, DEFAULT_MIN_PX, clip_boxes, legible_level, query_metrics
 from .selection import Selection, quadtree_select, tile_geometry, topk_split
 
@@ -432,11 +432,11 @@ def query_answer_found(q: EvalQuery, lines: Sequence[Any], max_error_rate: float
 
 
 def load_ocr() -> tuple[Callable[[np.ndarray], list] | None, str]:
-    """``(foveate.text.read_text, "")`` when the OCR module is installed, else ``(None, why not)``."""
+    """``(foveate.query.text.read_text, "")`` when the OCR module is installed, else ``(None, why not)``."""
     try:
-        from .text import read_text
+        from .query.text import read_text
     except ImportError as exc:
-        return None, f"OCR is not available (foveate.text could not be imported: {exc})"
+        return None, f"OCR is not available (foveate.query.text could not be imported: {exc})"
     return read_text, ""
 
 
@@ -661,7 +661,7 @@ def run_eval(data_dir: str | Path, config: EvalConfig | None = None,
     Each image is decoded and encoded once; all its queries, budgets, variants and baselines reuse the texture.
     ``progress(done, total)`` is called as (query, budget) pairs complete.
     """
-    from .device import resolve_device
+    from .core.device import resolve_device
 
     cfg = config or EvalConfig()
     t_start = time.perf_counter()
@@ -698,9 +698,9 @@ def run_eval(data_dir: str | Path, config: EvalConfig | None = None,
 
 def _eval_image(run: _Run, image_rel: str, qs: list[EvalQuery]) -> None:
     """Decode and encode one image once, then evaluate all its queries at every budget."""
-    from .io import load_image
+    from .core.io import load_image
+    from .core.texture import encode_array
     from .selection import select
-    from .texture import encode_array
 
     cfg, problems, t = run.cfg, run.problems, run.t
     path = run.data_dir / image_rel
@@ -807,7 +807,7 @@ def _ocr_record(run: _Run, tex, q: EvalQuery, sel: Selection | None, uni_lines: 
 def _full_image_lines(run: _Run, tex, rgb: np.ndarray, q: EvalQuery) -> list | None:
     """OCR of the full image: the lines the texture's text group already read from these pixels when it has one
     (the same OCR of the same image: not run twice), else a read."""
-    from .text import has_text_group, text_index
+    from .query.text import has_text_group, text_index
 
     if has_text_group(tex):
         return list(text_index(tex).lines)
@@ -1102,10 +1102,10 @@ def plot_gallery(result: EvalResult, path: Path, n: int = 12) -> Path:
     encoded again here (a handful; nothing from the run is kept in memory)."""
     import cv2
 
-    from .io import load_image
+    from .core.io import load_image
+    from .core.texture import encode_array
     from .render import render_mosaic, render_overlay
     from .selection import select
-    from .texture import encode_array
 
     plt = load_pyplot()
     recs = worst_records(result, n)

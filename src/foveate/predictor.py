@@ -14,13 +14,13 @@ from typing import Any
 
 import torch
 
-from .config import EncodeConfig, SelectConfig
-from .device import resolve_device
-from .errors import ConfigError, NoImageSetError
-from .io import ImageLike
-from .scoring import Scorer
+from .core.config import EncodeConfig, SelectConfig
+from .core.device import resolve_device
+from .core.errors import ConfigError, NoImageSetError
+from .core.io import ImageLike
+from .core.texture import Texture, encode
+from .query.scorer import Scorer
 from .selection import Selection, select
-from .texture import Texture, encode
 
 
 class FoveatePredictor:

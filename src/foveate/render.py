@@ -19,8 +19,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from .core.texture import Texture
 from .selection import Selection
-from .texture import Texture
 
 #: outline colour per level (RGB): level 0 green, then cyan, yellow, orange, magenta, ...
 LEVEL_COLORS = [(40, 220, 40), (0, 190, 255), (255, 220, 0), (255, 120, 0), (230, 0, 230), (255, 255, 255),

@@ -23,10 +23,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from .config import SelectConfig, replace_config
-from .errors import BudgetError
-from .scoring import MAX_QUERY_CHARS, QUERY_TERMS, Query, Scorer, default_scorer, query_maps
-from .texture import Texture
+from .core.config import SelectConfig, replace_config
+from .core.errors import BudgetError
+from .core.texture import Texture
+from .query.query import MAX_QUERY_CHARS, Query
+from .query.scorer import Scorer, default_scorer
+from .query.terms import QUERY_TERMS, query_maps
 
 #: selection.json schema version (see docs/selection-schema.md)
 SCHEMA_VERSION = 1

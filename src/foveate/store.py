@@ -39,9 +39,9 @@ from typing import Iterator
 
 import torch
 
-from .errors import FoveateError, StoreError, TextureFormatError
-from .io import load_image
-from .texture import FORMAT_VERSION, Texture, content_hash, encode_array, texture_id
+from .core.errors import FoveateError, StoreError, TextureFormatError
+from .core.io import load_image
+from .core.texture import FORMAT_VERSION, Texture, content_hash, encode_array, texture_id
 
 DB_NAME = "textures.sqlite"
 SCHEMA_VERSION = 1

@@ -124,16 +124,17 @@ import numpy as np
 import torch
 from torch import nn
 
-from . import ops
-from .channels import EncodeContext, get_group, resolve_groups, run_groups
-from .config import EncodeConfig, SelectConfig
-from .device import resolve_device, to_storage
-from .errors import ConfigError, ImageError, NoImageSetError, VideoError
-from .io import DEFAULT_MAX_PIXELS, ImageLike, load_image
-from .scoring import Query, Scorer, default_scorer
+from .core import ops
+from .core.channels import EncodeContext, get_group, resolve_groups, run_groups
+from .core.config import EncodeConfig, SelectConfig
+from .core.device import resolve_device, to_storage
+from .core.errors import ConfigError, ImageError, NoImageSetError, VideoError
+from .core.io import DEFAULT_MAX_PIXELS, ImageLike, load_image
+from .core.texture import Texture
+from .query.query import Query
+from .query.scorer import Scorer, default_scorer
 from .selection import Selection, resolve_select_config
 from .selection import select as select_tokens
-from .texture import Texture
 
 # ----------------------------------------------------------------------------------------------------------
 # Per-group update rules

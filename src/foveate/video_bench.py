@@ -29,11 +29,11 @@ from rich.console import Console
 from rich.table import Table
 
 from .bench import machine_info
-from .config import EncodeConfig, SelectConfig
-from .device import resolve_device
-from .io import load_image
+from .core.config import EncodeConfig, SelectConfig
+from .core.device import resolve_device
+from .core.io import load_image
+from .core.texture import encode_array
 from .metrics import query_metrics
-from .texture import encode_array
 from .video import FrameReader, VideoPredictor, token_overlap
 
 

@@ -14,7 +14,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
-from ..errors import (
+from ..core.errors import (
     ConfigError,
     FoveateError,
     ImageDecodeError,

@@ -32,7 +32,7 @@ from .process import ServerProcess, _vm_rss
 def sample_images(n: int, size: int = 512, seed: int = 0) -> list[bytes]:
     """``n`` distinct PNG images of ``size`` x ``size``: shifted, flipped crops of the bundled photo and page
     with a few seeded random pixels, so every one has its own content hash."""
-    from ..io import load_image
+    from ..core.io import load_image
 
     rng = np.random.default_rng(seed)
     bases = [load_image(EXAMPLES / "photo.jpg"), load_image(EXAMPLES / "page.png")]
@@ -197,7 +197,7 @@ def run_service_bench(clients: int = 16, requests: int = 2000, images: int = 20,
                       preset: str = "fast", pools: list[str] | None = None, workers: int = 2,
                       torch_threads: int = 1, json_path: Path | None = None, console: Console | None = None) -> dict:
     from ..bench import machine_info
-    from ..device import resolve_device
+    from ..core.device import resolve_device
 
     console = console or Console()
     pics = sample_images(images, size=size)

@@ -20,11 +20,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..config import EncodeConfig
-from ..errors import ImageDecodeError
-from ..io import load_image
+from ..core.config import EncodeConfig
+from ..core.errors import ImageDecodeError
+from ..core.io import load_image
+from ..core.texture import Texture, content_hash, encode_array, texture_id
 from ..store import StoreEntry, TextureStore
-from ..texture import Texture, content_hash, encode_array, texture_id
 from .metrics import Metrics
 from .settings import ServiceSettings
 
@@ -198,7 +198,7 @@ class Engine:
         self.settings = settings
         self.metrics = metrics
         self.config = EncodeConfig(preset=settings.preset, max_pixels=settings.max_pixels)
-        from ..channels import resolve_groups
+        from ..core.channels import resolve_groups
 
         resolve_groups(self.config)  # an unknown preset fails at start, not at the first upload
         max_bytes = None if settings.store_max_mb is None else int(settings.store_max_mb * 2**20)

@@ -6,8 +6,8 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..config import DEFAULT_BUDGET
-from ..scoring import Query
+from ..core.config import DEFAULT_BUDGET
+from ..query.query import Query
 
 TEXTURE_ID_PATTERN = r"^[0-9a-f]{32}-[0-9a-f]{16}$"
 MAX_PROMPTS = 64

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 LOOPBACK_NAMES = ("localhost", "localhost.localdomain")
 

@@ -12,14 +12,15 @@ from pydantic_core import to_json
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from ...config import DEFAULT_BUDGET
-from ...scoring import MAX_QUERY_CHARS
-from ...errors import ImageDecodeError, QueryError, UnsupportedInputError
+from ...core.config import DEFAULT_BUDGET
+from ...core.errors import ImageDecodeError, QueryError, UnsupportedInputError
+from ...query.query import MAX_QUERY_CHARS
 from ...render import png_bytes, tokens_metadata
 from ...selection import Selection, select
 from ...store import StoreEntry
 from ..app import TextureNotFound
-from ..schemas import MAX_BUDGET, MAX_PROMPTS, TEXTURE_ID_PATTERN, CropsOut, Error, Mode, SelectIn, SelectionOut, TextureOut
+from ..schemas import (MAX_BUDGET, MAX_PROMPTS, TEXTURE_ID_PATTERN, CropsOut, Error, Mode, SelectIn, SelectionOut,
+                       TextureOut)
 
 router = APIRouter(prefix="/v1/textures", tags=["textures"])
 

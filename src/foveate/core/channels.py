@@ -297,7 +297,8 @@ register_group(ChannelGroup("attention", ("attn_vlm", "attn_accum", "gaze"), _ab
                             "caller-supplied maps (Texture.attach): VLM attention, accumulated attention, gaze"))
 register_group(ChannelGroup("boundaries", ("boundaries",), _boundaries, "low",
                             "superpixel boundaries weighted by colour contrast (object-boundary proxy)"))
-# "semantic" and "text" register themselves from foveate.semantic and foveate.text (imported by the package).
+# "semantic" and "text" register themselves from foveate.query.semantic and foveate.query.text (imported by the
+# package).
 
 
 def run_groups(ctx: EncodeContext, names: tuple[str, ...], generators: dict[str, Callable] | None = None

@@ -339,7 +339,7 @@ def encode(image: ImageLike, config: EncodeConfig | None = None, *, preset: str 
     """Encode an image once into a :class:`Texture`.
 
     Args:
-        image: path, bytes, NumPy array, PIL image or torch tensor (see ``foveate.io``).
+        image: path, bytes, NumPy array, PIL image or torch tensor (see ``foveate.core.io``).
         config: an :class:`EncodeConfig`; ``preset`` and keyword ``overrides`` (``patch_size=...``) replace
             its fields.
         device: where the feature tensors live (``None`` = CUDA if available, else CPU).

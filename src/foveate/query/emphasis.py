@@ -1,8 +1,8 @@
 """Query-aware channel emphasis: a documented rule that turns words of the query into extra weight on texture
 channels (the ``emphasis`` query term).
 
-The scorer's channel weights (``scoring.DEFAULT_WEIGHTS``) are query-blind.  Some questions say which channels
-matter: a colour word asks about colour, "what does it say" asks about text.  The rule, applied to the
+The scorer's channel weights (``foveate.query.scorer.DEFAULT_WEIGHTS``) are query-blind.  Some questions say which
+channels matter: a colour word asks about colour, "what does it say" asks about text.  The rule, applied to the
 query's words (case-folded, accents stripped):
 
 ==============================  =================================================================================
@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING
 import cv2
 import numpy as np
 
-from .scoring import QueryTerm, register_query_term
+from .terms import QueryTerm, register_query_term
 from .text import tokenize
 
 if TYPE_CHECKING:
-    from .scoring import Query
-    from .texture import Texture
+    from ..core.texture import Texture
+    from .query import Query
 
 EMPHASIS_WEIGHT = 1.5
 

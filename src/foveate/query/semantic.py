@@ -35,15 +35,15 @@ from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 import numpy as np
 
-from .channels import ChannelGroup, register_group
-from .errors import ConfigError
-from .scoring import QueryTerm, register_query_term
+from ..core.channels import ChannelGroup, register_group
+from ..core.errors import ConfigError
+from .terms import QueryTerm, register_query_term
 
 if TYPE_CHECKING:
-    from .channels import EncodeContext
-    from .config import EncodeConfig
-    from .scoring import Query
-    from .texture import Texture
+    from ..core.channels import EncodeContext
+    from ..core.config import EncodeConfig
+    from ..core.texture import Texture
+    from .query import Query
 
 ENV_MODEL = "FOVEATE_SEMANTIC_MODEL"
 N_COMPONENTS = 16

@@ -25,7 +25,7 @@ class EncodeConfig:
     """What ``encode`` computes.
 
     Attributes:
-        preset: named set of channel groups: ``fast``, ``default`` or ``full`` (see ``foveate.channels.PRESETS``).
+        preset: named set of channel groups: ``fast``, ``default`` or ``full`` (see ``foveate.core.channels.PRESETS``).
         groups: explicit group names; overrides ``preset`` when given.
         patch_size: P, the side in pixels of a level-0 tile (and of every token).
         max_levels: number of pyramid levels (0..max_levels-1); small images get fewer, down to a 1x1 grid.

@@ -1,0 +1,8 @@
+"""What a query asks, on the texture's grid.
+
+``query`` (:class:`Query`: text and SAM-style prompts), ``terms`` (the query-term registry, the ``prompt`` term,
+``query_maps``), ``scorer`` (:class:`Scorer`: channels and query maps -> score and need), and the terms that
+register themselves on import: ``text/`` (OCR, MiniLM, the text channels and query term), ``emphasis`` (colour and
+reading words -> channels), ``semantic`` (image-text embeddings per tile).  ``foveate/__init__`` imports the last
+three in that order, which fixes the order of ``terms.QUERY_TERMS``.
+"""

@@ -1,0 +1,112 @@
+"""Query terms: what a query turns into on the texture's grid.
+
+Query terms are a registry (:func:`register_query_term`): a term maps ``(texture, query)`` to a level-0 map
+(gh, gw) in [-1, 1], or ``None`` when it does not apply.  This module registers ``prompt`` (SAM-style points and
+boxes); the text, emphasis and semantic terms register themselves from their own modules
+(``foveate.query.text``, ``foveate.query.emphasis``, ``foveate.query.semantic``).  :func:`query_maps` evaluates
+them for one (texture, query); the :class:`~foveate.query.scorer.Scorer` weighs the maps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Sequence
+
+import cv2
+import numpy as np
+import torch
+
+from ..core import ops
+from ..core.device import COMPUTE_DTYPE
+
+if TYPE_CHECKING:
+    from ..core.texture import Texture
+    from .query import Query
+
+
+@dataclass(frozen=True)
+class QueryTerm:
+    """A query-dependent level-0 map.  ``fn(texture, query, notes) -> (gh, gw) float32 in [-1, 1] | None``.
+
+    ``evidence(texture, query) -> [dict]``, optional: what drove the map (e.g. the matched OCR lines, each with
+    a ``box``), reported by ``select(..., explain=True)``."""
+
+    name: str
+    fn: Callable[[Texture, Query, list], np.ndarray | None]
+    weight: float
+    description: str
+    uses_text: bool = False  # the term reads ``query.text`` (so a text query is not silently ignored)
+    evidence: Callable[[Texture, Query], list[dict]] | None = None
+    #: weight of the map in the need for detail: a term that knows its region must be read (OCR found text
+    #: there) makes the quadtree refine it even where the pixels look flat (label/value margins, light ink)
+    need_weight: float = 0.0
+
+
+QUERY_TERMS: dict[str, QueryTerm] = {}
+
+
+def register_query_term(term: QueryTerm) -> QueryTerm:
+    QUERY_TERMS[term.name] = term
+    return term
+
+
+def prompt_map(texture: Texture, query: Query, notes: list | None = None) -> np.ndarray | None:
+    """SAM-style prompts on the level-0 grid: a Gaussian bump (sigma = 1.5 tiles) at each point (negative for
+    label 0) and, for each box, the fraction of each tile inside it, softened by a one-tile falloff."""
+    if not query.has_prompt:
+        return None
+    gh, gw = texture.level_shapes[0]
+    p = float(texture.patch_size)
+    cy = (np.arange(gh) + 0.5) * p
+    cx = (np.arange(gw) + 0.5) * p
+    out = np.zeros((gh, gw), np.float32)
+    for (x, y), label in zip(query.points, query.point_labels):
+        sigma = 1.5 * p
+        bump = np.exp(-((cy[:, None] - y) ** 2 + (cx[None, :] - x) ** 2) / (2 * sigma * sigma))
+        out = np.maximum(out, bump) if label == 1 else out - bump
+    h, w = texture.image_size
+    for x0, y0, x1, y1 in query.boxes:
+        x0, x1 = max(x0, 0.0), min(x1, float(w))
+        y0, y1 = max(y0, 0.0), min(y1, float(h))
+        fy = np.clip(np.minimum(np.arange(gh) * p + p, y1) - np.maximum(np.arange(gh) * p, y0), 0, p) / p
+        fx = np.clip(np.minimum(np.arange(gw) * p + p, x1) - np.maximum(np.arange(gw) * p, x0), 0, p) / p
+        inside = np.outer(fy, fx).astype(np.float32)
+        soft = cv2.GaussianBlur(inside, (0, 0), 1.0, borderType=cv2.BORDER_REPLICATE) * 0.5
+        out = np.maximum(out, np.maximum(inside, soft))
+    return np.clip(out, -1.0, 1.0)
+
+
+register_query_term(QueryTerm("prompt", prompt_map, 4.0, "SAM-style point and box prompts"))
+
+
+@dataclass
+class QueryMaps:
+    """The query terms evaluated for one (texture, query): names, level-0 maps, and notes for ``explain``."""
+
+    names: list[str] = field(default_factory=list)
+    maps: list[np.ndarray] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def flat(self, texture: Texture, device: torch.device) -> torch.Tensor | None:
+        """(N_total, Q) float32: each map max-pooled up the pyramid and flattened like ``flat_features``."""
+        if not self.maps:
+            return None
+        x0 = np.stack(self.maps, axis=-1).astype(np.float32)
+        _, maxes, _ = ops.build_mips(x0, texture.coverage[0].cpu().numpy(), texture.num_levels)
+        flat = np.concatenate([m.reshape(-1, m.shape[-1]) for m in maxes], axis=0)
+        return torch.from_numpy(flat).to(device=device, dtype=COMPUTE_DTYPE)
+
+
+def query_maps(texture: Texture, query: Query, terms: Sequence[str] | None = None) -> QueryMaps:
+    """Evaluate the registered query terms (or ``terms``) for this texture and query."""
+    out = QueryMaps()
+    for name in terms if terms is not None else list(QUERY_TERMS):
+        term = QUERY_TERMS[name]
+        m = term.fn(texture, query, out.notes)
+        if m is not None:
+            out.names.append(name)
+            out.maps.append(np.asarray(m, np.float32))
+    if query.text is not None and not any(QUERY_TERMS[n].uses_text for n in out.names):
+        out.notes.append("the query text is not used: no text-aware signal is available for this texture; "
+                         "the selection follows saliency and prompts (query-blind)")
+    return out

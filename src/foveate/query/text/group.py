@@ -1,0 +1,116 @@
+"""The ``text`` channel group: OCR lines painted on the level-0 tile grid (``text``: the line mask,
+``text_density``: characters per tile), with the lines, words and their MiniLM embeddings stored with the texture.
+Registered in the ``default`` preset (and ``full``, by the layout order)."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+from ...core.channels import ChannelGroup, register_group
+from .embed import TEXT_EMBEDDER, embed_texts
+from .ocr import OCR_ENGINE, OcrLine, ocr_lines
+
+if TYPE_CHECKING:
+    from ...core.channels import EncodeContext
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Tile-grid painting (pure)
+
+
+def box_tile_overlap(box: Sequence[float], grid: tuple[int, int], patch: int) -> tuple[slice, slice, np.ndarray]:
+    """Fraction of each level-0 tile covered by a pixel box, restricted to the tiles it touches.
+
+    Args:
+        box: ``(x0, y0, x1, y1)`` pixels.  grid: (gh, gw).  patch: P.
+    Returns:
+        ``(rows, cols, frac)``: slices into the grid and the (len(rows), len(cols)) float32 fractions of each
+        tile's P x P area inside the box (empty slices for a box outside the grid).
+    """
+    gh, gw = grid
+    x0, y0, x1, y1 = (float(v) for v in box)
+    r0, r1 = max(int(y0 // patch), 0), min(int(-(-y1 // patch)), gh)
+    c0, c1 = max(int(x0 // patch), 0), min(int(-(-x1 // patch)), gw)
+    if r1 <= r0 or c1 <= c0:
+        return slice(0, 0), slice(0, 0), np.zeros((0, 0), np.float32)
+    ty = np.arange(r0, r1) * patch
+    tx = np.arange(c0, c1) * patch
+    fy = np.clip(np.minimum(ty + patch, y1) - np.maximum(ty, y0), 0, patch) / patch
+    fx = np.clip(np.minimum(tx + patch, x1) - np.maximum(tx, x0), 0, patch) / patch
+    return slice(r0, r1), slice(c0, c1), np.outer(fy, fx).astype(np.float32)
+
+
+def paint_boxes(grid: tuple[int, int], patch: int, boxes: Sequence[Sequence[float]], values: Sequence[float],
+                touch: bool = True) -> np.ndarray:
+    """Paint boxes onto the level-0 tile grid, keeping the maximum where they overlap.
+
+    Args:
+        boxes: (N, 4) pixel boxes.  values: (N,) value per box.
+        touch: every tile the box touches gets the full value (``True``: what must be sharp to read it), or
+            the value times the covered fraction of the tile (``False``).
+    Returns:
+        (gh, gw) float32.
+    """
+    out = np.zeros(grid, np.float32)
+    for box, v in zip(boxes, values):
+        rs, cs, frac = box_tile_overlap(box, grid, patch)
+        if frac.size:
+            val = np.where(frac > 0, np.float32(v), 0.0) if touch else frac * np.float32(v)
+            np.maximum(out[rs, cs], val, out=out[rs, cs])
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The text channel group
+
+
+def text_channels(lines: Sequence[OcrLine], grid: tuple[int, int], patch: int) -> np.ndarray:
+    """Level-0 ``text`` and ``text_density`` channels from OCR lines.
+
+    ``text``: fraction of each tile inside an OCR line box (boxes are summed, then clipped to 1).
+    ``text_density``: how fine the print touching the tile is: the characters a full tile of that line would
+    hold (its characters spread evenly over its box), the maximum over the lines touching the tile, mapped to
+    [0, 1) by ``1 - exp(-chars / 2)``.  10 px print packs ~4.6 characters into a 16 px tile (0.90), 15 px
+    print ~2 (0.63), 30 px print ~0.5 (0.22): small print needs full resolution to stay legible, so a tile
+    that only grazes a line of it still needs detail.
+    Returns (gh, gw, 2) float32.
+    """
+    mask = np.zeros(grid, np.float32)
+    chars = np.zeros(grid, np.float32)
+    area = float(patch * patch)
+    for ln in lines:
+        rs, cs, frac = box_tile_overlap(ln.box, grid, patch)
+        if not frac.size:
+            continue
+        x0, y0, x1, y1 = ln.box
+        n = len("".join(ln.text.split()))
+        mask[rs, cs] += frac
+        per_tile = n * area / max((x1 - x0) * (y1 - y0), 1)
+        np.maximum(chars[rs, cs], np.where(frac > 0, per_tile, 0.0), out=chars[rs, cs])
+    return np.dstack([np.minimum(mask, 1.0), 1.0 - np.exp(-chars / 2.0)]).astype(np.float32)
+
+
+def _text_group(ctx: EncodeContext) -> np.ndarray:
+    t0 = time.perf_counter()
+    lines = ocr_lines(ctx.image)
+    t1 = time.perf_counter()
+    emb = embed_texts([ln.text for ln in lines])
+    t2 = time.perf_counter()
+    ctx.tensors["text_embeddings"] = emb.astype(np.float16)
+    ctx.extras["text"] = {
+        "engine": OCR_ENGINE,
+        "embedder": TEXT_EMBEDDER,
+        "lines": [ln.to_dict() for ln in lines],
+        "timings_ms": {"ocr": (t1 - t0) * 1000.0, "embed": (t2 - t1) * 1000.0},
+    }
+    return text_channels(lines, ctx.grid, ctx.patch)
+
+
+register_group(
+    ChannelGroup("text", ("text", "text_density"), _text_group, "high",
+                 "OCR (rapidocr): text-line mask and characters per tile; lines, words and MiniLM line "
+                 "embeddings are stored with the texture"),
+    presets=("default",))

@@ -1,0 +1,143 @@
+"""The ``text`` query term (light, per question): the OCR lines matching the query text, painted on the tile grid
+with their score and spread to where a field's value sits (:func:`relevance_map`); notes and evidence for
+``explain``."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..terms import QueryTerm, register_query_term
+from .group import paint_boxes
+from .layout import TextIndex, text_index
+from .match import MATCH_THRESHOLD, LineMatch, match_lines
+
+if TYPE_CHECKING:
+    from ...core.texture import Texture
+    from ..query import Query
+
+_RECENT_LOCK = threading.Lock()
+
+#: A line's painted value fades with its distance to the page's best line: exp(-(best - score) / SHARPNESS);
+#: values below MIN_PAINT are not painted (the budget goes to the best matches).
+SHARPNESS, MIN_PAINT = 0.1, 0.15
+#: Spread of a matched line's value (fractions of it): the lines to its right on the same row (up to 3: a
+#: value, or a row of table cells) and the next lines of the first one's block (a multi-line value); the lines
+#: below it, following the chain of nearest lower neighbours (up to 5: a multi-line value or a table column);
+#: a band to its right and a strip below it for values OCR could not read (handwriting, stamps, light ink).
+SPREAD = {"right": 0.9, "below": 0.8, "value continued": 0.9, "band": 0.5, "strip": 0.5}
+RIGHT_STEPS, BELOW_STEPS, BLOCK_STEPS, RIGHT_DECAY, BELOW_DECAY = 3, 5, 3, 0.9, 0.85
+#: Line boxes are painted grown by this fraction of their height on every side.
+PAD = 0.25
+#: The band reaches this many line heights to the right (at most to the page edge); the strip 2.5 heights down.
+BAND_HEIGHTS, STRIP_HEIGHTS = 12.0, 2.5
+
+
+def paint_values(score: np.ndarray) -> np.ndarray:
+    """Each line's painted value: its score, damped by how far it falls behind the page's best line,
+    ``score * exp(-(best - score) / SHARPNESS)``; lines under :data:`MATCH_THRESHOLD` get 0.  Equal matches
+    (the same label printed several times) stay equal; a near miss (CAT-B for CAT-A) fades."""
+    if not len(score) or score.max() < MATCH_THRESHOLD:
+        return np.zeros(len(score), np.float32)
+    v = score * np.exp(-(float(score.max()) - score) / SHARPNESS)
+    return np.where((score >= MATCH_THRESHOLD) & (v >= MIN_PAINT), v, 0.0).astype(np.float32)
+
+
+def relevance_map(index: TextIndex, m: LineMatch) -> np.ndarray:
+    """Paint the matched lines and where their values sit on the level-0 grid: (gh, gw) float32 in [0, 1].
+
+    Per matched line with painted value v (:func:`paint_values`): the line (v); the lines to its right on the
+    same row (0.9 v, then x0.9 per step), and the lines continuing the first one's block (0.9 v, x0.9 per
+    line); the chain of lines below it (0.8 v, then x0.85 per step); a band to its right and a strip below it
+    (0.5 v).  Line boxes are grown by :data:`PAD` of their height.
+    """
+    vals = paint_values(m.score)
+    h_img, w_img = index.image_size
+    boxes, values = [], []
+    for i in np.nonzero(vals)[0][np.argsort(-vals[vals > 0])]:
+        v = float(vals[i])
+        x0, y0, x1, y1 = index.boxes[i]
+        lh = y1 - y0
+        parts = [("match", i, (x0, y0, x1, y1), v),
+                 ("band", i, (x1, y0 - 0.3 * lh, min(w_img, x1 + BAND_HEIGHTS * lh), y1 + 0.3 * lh), v * SPREAD["band"]),
+                 ("strip", i, (x0, y1, x1 + 2 * lh, min(h_img, y1 + STRIP_HEIGHTS * lh)), v * SPREAD["strip"])]
+        for rel, nxt, steps, decay in (("right", index.right, RIGHT_STEPS, RIGHT_DECAY),
+                                       ("below", index.below, BELOW_STEPS, BELOW_DECAY),
+                                       ("value continued", index.cont, BLOCK_STEPS, RIGHT_DECAY)):
+            start = int(index.right[i]) if rel == "value continued" else i
+            j, val = int(nxt[start]) if start >= 0 else -1, v * SPREAD[rel]
+            for _ in range(steps):
+                if j < 0 or j == i:
+                    break
+                parts.append((rel, j, tuple(index.boxes[j]), val))
+                j, val = int(nxt[j]), val * decay
+        for rel, j, box, val in parts:
+            if rel not in ("band", "strip"):  # OCR boxes hug the ink: pad them (ascenders, underlines, margins)
+                pad = PAD * (box[3] - box[1])
+                box = (box[0] - pad, box[1] - pad, box[2] + pad, box[3] + pad)
+            boxes.append(box)
+            values.append(val)
+            if rel not in ("band", "strip"):
+                m.painted.append((int(j), rel, val))
+    return paint_boxes(index.grid, index.patch, boxes, values)
+
+
+def text_query_map(texture: Texture, query: Query, notes: list) -> np.ndarray | None:
+    """The ``text`` query term: OCR lines matching the query text, spread to where their values sit."""
+    if query.text is None:
+        return None
+    index = text_index(texture)
+    if index is None:
+        return None
+    blind = "the prompts and saliency" if query.has_prompt else "the query-blind ranking (saliency)"
+    if not index.lines:
+        notes.append(f"no text was found in this image (OCR), so the query text matches nothing; the selection "
+                     f"follows {blind}")
+        return np.zeros(index.grid, np.float32)
+    m = match_lines(index, query.text)
+    out = relevance_map(index, m)
+    with _RECENT_LOCK:  # selects may run in several threads (the service)
+        index.recent[query.text] = m
+        while len(index.recent) > 8:
+            index.recent.popitem(last=False)
+    if not m.painted:
+        i = int(np.argmax(m.score)) if len(m.score) else 0
+        notes.append(f"no OCR line matches the query text (closest: {index.lines[i].text[:60]!r}, score "
+                     f"{m.score[i]:.2f} < {MATCH_THRESHOLD}); the selection falls back to {blind}")
+    return out
+
+
+def text_evidence(texture: Texture, query: Query) -> list[dict]:
+    """For ``explain``: the OCR lines that drove the text term for this query, best first."""
+    index = text_index(texture)
+    if index is None or query.text is None:
+        return []
+    m = index.recent.get(query.text)
+    if m is None:
+        text_query_map(texture, query, [])
+        m = index.recent.get(query.text)
+    out, seen = [], set()
+    for j, rel, v in sorted(m.painted, key=lambda t: -t[2]):
+        if j in seen:  # a line reached several ways: keep the strongest
+            continue
+        seen.add(j)
+        ln = index.lines[j]
+        out.append({"term": "text", "relation": rel, "text": ln.text, "box": list(ln.box), "value": round(v, 3),
+                    "lexical": round(float(m.lexical[j]), 3), "semantic": round(float(m.semantic[j]), 3),
+                    "cosine": round(float(m.cosine[j]), 3)})
+    return out
+
+
+#: Scorer weight of the text term (its map is in [0, 1]): a full match adds 10 to the log-relevance (a box prompt
+#: adds 4), so the matched region outranks every unrelated line of print (tuned on FUNSD from 4: see EVAL.md).
+TEXT_WEIGHT = 10.0
+#: The text term's weight in the need for detail: what it paints is text to be read, so it is refined to full
+#: resolution even where a tile only grazes the ink.
+TEXT_NEED = 8.0
+
+register_query_term(QueryTerm(
+    "text", text_query_map, TEXT_WEIGHT,
+    "OCR lines matching the query (lexical + MiniLM), spread to where a field's value sits",
+    uses_text=True, evidence=text_evidence, need_weight=TEXT_NEED))
