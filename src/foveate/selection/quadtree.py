@@ -1,0 +1,67 @@
+"""The ``quadtree`` strategy (pure: per-level arrays in, tiles out): start from the coarsest level's tiles (they
+cover the image) and repeatedly split the leaf with the highest ``relevance * need * (2**level) ** area_exponent``
+into its children, while the budget allows.  Leaves are disjoint and cover the image; the token count never
+exceeds the budget."""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+import numpy as np
+
+from ..core.errors import BudgetError
+
+
+def _children(level: int, r: int, c: int, shapes: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    gh, gw = shapes[level - 1]
+    return [(level - 1, rr, cc) for rr in (2 * r, 2 * r + 1) for cc in (2 * c, 2 * c + 1) if rr < gh and cc < gw]
+
+
+def quadtree_select(score: list[np.ndarray], need: list[np.ndarray], budget: int, area_exponent: float = 1.0,
+                    min_level: int = 0) -> list[tuple[int, int, int]]:
+    """Greedy quadtree refinement.
+
+    Args:
+        score, need: per level (gh_l, gw_l) arrays, level 0 first.
+        budget: maximum number of leaves.
+    Returns:
+        leaves as ``(level, row, col)``, disjoint and covering the image, ``len <= budget``.  Ties break by
+        (level descending, row, col), so the result is deterministic.
+    """
+    shapes = [s.shape for s in score]
+    top = len(shapes) - 1
+    gh, gw = shapes[top]
+    if budget < gh * gw:
+        raise BudgetError(
+            f"budget {budget} is below the {gh * gw} tiles of the coarsest level ({gw}x{gh}); raise the budget, "
+            "encode with more levels (max_levels) or use mode 'topk'")
+    log2a = math.log(2.0) * area_exponent
+    # log-priority = score + log(need) + level * area_exponent * ln 2, as nested lists for fast scalar access
+    # (level 0 and levels at or below min_level are never split: no priorities needed there)
+    prio = [(score[lvl] + np.log(need[lvl]) + lvl * log2a).tolist() if lvl > min_level else None
+            for lvl in range(len(shapes))]
+    leaves = {(top, r, c) for r in range(gh) for c in range(gw)}
+    used = len(leaves)
+    heap = [(-prio[top][r][c], -top, r, c) for (_, r, c) in leaves] if top > min_level else []
+    heapq.heapify(heap)
+    filtered = False
+    while heap:
+        if not filtered and budget - used < 3:
+            # from now on only border tiles with fewer than 4 children can still be split: drop the rest at once
+            heap = [e for e in heap if len(_children(-e[1], e[2], e[3], shapes)) - 1 <= budget - used]
+            heapq.heapify(heap)
+            filtered = True
+            continue
+        _, neg_l, r, c = heapq.heappop(heap)
+        lvl = -neg_l
+        kids = _children(lvl, r, c, shapes)
+        if used + len(kids) - 1 > budget:
+            continue
+        leaves.remove((lvl, r, c))
+        leaves.update(kids)
+        used += len(kids) - 1
+        if lvl - 1 > min_level:
+            for k in kids:
+                heapq.heappush(heap, (-prio[k[0]][k[1]][k[2]], -k[0], k[1], k[2]))
+    return sorted(leaves, key=lambda t: (-t[0], t[1], t[2]))

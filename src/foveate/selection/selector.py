@@ -1,0 +1,208 @@
+"""``select``: the light step.  Score the texture for a query, spend the token budget, cut the tokens.
+
+Two modes (see ``SelectConfig``):
+
+* ``quadtree`` -- start from the coarsest level's tiles (they cover the image) and repeatedly split the leaf
+  with the highest ``relevance * need * (2**level) ** area_exponent`` into its children, while the budget
+  allows.  Leaves are disjoint and cover the image; the token count never exceeds the budget
+  (:mod:`.quadtree`).
+* ``topk`` -- the seeds' cascade: rank the coarsest level, expand the survivors' descendants at the next stage
+  level, ..., keep the best k at level 0; optionally plus a gist (every tile of the coarsest level)
+  (:mod:`.topk`).
+
+No pixel work happens here except the final cut of P x P patches from the pixel pyramid.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..core.config import SelectConfig, replace_config
+from ..core.texture import Texture
+from ..query.query import MAX_QUERY_CHARS, Query
+from ..query.scorer import Scorer, default_scorer
+from ..query.terms import QUERY_TERMS, query_maps
+from .quadtree import quadtree_select
+from .selection import Selection
+from .topk import topk_select, topk_split
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Scoring all levels at once
+
+
+@dataclass
+class Scores:
+    """Per-level score and need arrays for one query (CPU NumPy, small: 5,456 tiles for a 1024^2 image)."""
+
+    score: list[np.ndarray]  # per level (gh_l, gw_l) float32
+    need: list[np.ndarray]
+    bound: list[np.ndarray]  # optimistic best level-0 score under each tile (top-k pruning)
+    notes: list[str]
+    flat_feats: torch.Tensor
+    flat_q: torch.Tensor | None
+    qnames: list[str]
+    offsets: list[int]
+
+
+def score_texture(texture: Texture, query: Query, scorer: Scorer | None = None) -> Scores:
+    """Evaluate the scorer on every tile of every level for ``query``."""
+    feats, offsets = texture.flat_features()
+    scorer = scorer or default_scorer(texture.channels, feats.device)
+    qm = query_maps(texture, query)
+    flat_q = qm.flat(texture, feats.device)
+    score, need, bound = scorer.evaluate(feats, flat_q, qm.names)
+    shapes = texture.level_shapes
+
+    def per_level(a: np.ndarray) -> list[np.ndarray]:
+        return [a[offsets[i] : offsets[i + 1]].reshape(shapes[i]) for i in range(len(shapes))]
+
+    return Scores(per_level(score), per_level(need), per_level(bound), list(qm.notes), feats, flat_q,
+                  list(qm.names), offsets)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Token cut and geometry
+
+
+def tile_geometry(levels: np.ndarray, rows: np.ndarray, cols: np.ndarray, image_size: tuple[int, int],
+                  patch: int, grid0: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Boxes (K, 4) in source pixels, normalised centres (K, 2), level-0 grid spans (K, 4)."""
+    h, w = image_size
+    f = (1 << levels.astype(np.int64))
+    side = patch * f
+    x0, y0 = cols * side, rows * side
+    x1, y1 = np.minimum(x0 + side, w), np.minimum(y0 + side, h)
+    boxes = np.stack([x0, y0, x1, y1], -1).astype(np.int64)
+    centers = np.stack([(x0 + x1) / 2.0 / w, (y0 + y1) / 2.0 / h], -1).astype(np.float32)
+    gh, gw = grid0
+    grid = np.stack([rows * f, cols * f, np.minimum((rows + 1) * f, gh), np.minimum((cols + 1) * f, gw)], -1)
+    return boxes, centers, grid.astype(np.int64)
+
+
+def cut_tokens(texture: Texture, levels: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> torch.Tensor:
+    """The P x P pixels of each tile from its pyramid level: (K, 3, P, P) uint8 (channels-first, as VLMs take)."""
+    p = texture.patch_size
+    pyr = texture.pixel_levels()
+    out = np.empty((len(levels), p, p, 3), np.uint8)
+    for lvl in np.unique(levels):
+        idx = np.nonzero(levels == lvl)[0]
+        img = pyr[int(lvl)]
+        gh, gw = img.shape[0] // p, img.shape[1] // p
+        tiles = img.reshape(gh, p, gw, p, 3).transpose(0, 2, 1, 3, 4)  # a view: (gh, gw, P, P, 3)
+        out[idx] = tiles[rows[idx], cols[idx]]
+    return torch.from_numpy(out).permute(0, 3, 1, 2)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The public entry point
+
+
+def resolve_select_config(config: SelectConfig | None, budget: int | None, mode: str | None,
+                          overrides: dict[str, Any]) -> SelectConfig:
+    cfg = config or SelectConfig()
+    changes = dict(overrides)
+    if budget is not None:
+        changes["budget"] = budget
+    if mode is not None:
+        changes["mode"] = mode
+    return replace_config(cfg, changes)
+
+
+def select(texture: Texture, query: Any = None, budget: int | None = None, *, mode: str | None = None,
+           config: SelectConfig | None = None, scorer: Scorer | None = None, explain: bool = False,
+           **overrides: Any) -> Selection:
+    """Pick tokens for one query from an encoded texture.
+
+    Args:
+        texture: from :func:`foveate.encode` or :meth:`Texture.load`.
+        query: a string, a dict (``text``, ``points``, ``point_labels``, ``boxes``), a :class:`Query` or None.
+        budget: tokens (default 273).  Above what the image can use, the result is the full-resolution cover
+            (quadtree) or every level-0 tile (topk) -- never more than the budget.
+        mode: ``"quadtree"`` or ``"topk"``; other ``SelectConfig`` fields as keyword overrides.
+        scorer: a trained :class:`Scorer` (default: the documented hand-set weights).
+        explain: record which channels and query terms drove the chosen tiles (``Selection.explain``).
+    """
+    cfg = resolve_select_config(config, budget, mode, overrides)
+    q = Query.coerce(query)
+    q.validate(texture.image_size)
+    notes: list[str] = []
+    if q.text is not None and len(q.text) > MAX_QUERY_CHARS:
+        notes.append(f"query text truncated from {len(q.text)} to {MAX_QUERY_CHARS} characters")
+        q = dataclasses.replace(q, text=q.text[:MAX_QUERY_CHARS])
+    t0 = time.perf_counter()
+    sc = score_texture(texture, q, scorer)
+    notes.extend(sc.notes)
+    t1 = time.perf_counter()
+    shapes = texture.level_shapes
+    n_levels = len(shapes)
+    if cfg.mode == "quadtree":
+        tiles = quadtree_select(sc.score, sc.need, cfg.budget, cfg.area_exponent, cfg.min_level)
+        gist = np.zeros(len(tiles), bool)
+    else:
+        stage_levels = tuple(sorted({min(lvl, n_levels - 1) for lvl in cfg.topk_levels}, reverse=True))
+        cands = cfg.topk_candidates
+        if cands is not None and len(stage_levels) != len(cfg.topk_levels):
+            cands = cands[len(cfg.topk_levels) - len(stage_levels):]  # coarse stages collapsed by clamping
+        gist_tiles, k = topk_split(shapes, cfg.budget, cfg.gist)
+        if cfg.gist and not gist_tiles and n_levels > 1:
+            gh, gw = shapes[-1]
+            notes.append(f"no gist: the coarsest level's {gh * gw} tiles do not fit in budget {cfg.budget}")
+        tiles = gist_tiles + topk_select(sc.score, k, stage_levels, cands, rank=sc.bound)
+        gist = np.array([True] * len(gist_tiles) + [False] * k, bool)
+    t2 = time.perf_counter()
+    arr = np.array(tiles, dtype=np.int64).reshape(-1, 3)
+    levels, rows, cols = arr[:, 0], arr[:, 1], arr[:, 2]
+    scores = np.array([sc.score[lvl][r, c] for lvl, r, c in tiles], np.float32)
+    boxes, centers, grid = tile_geometry(levels, rows, cols, texture.image_size, texture.patch_size, shapes[0])
+    patches = cut_tokens(texture, levels, rows, cols) if cfg.cut else None
+    t3 = time.perf_counter()
+    if len(tiles) < cfg.budget:
+        full = shapes[0][0] * shapes[0][1]
+        if cfg.mode == "topk" and k >= full:
+            notes.append(f"budget {cfg.budget} exceeds the image's {full} level-0 tiles: all of them are selected")
+        elif cfg.mode == "quadtree" and all(lvl <= cfg.min_level for lvl, _, _ in tiles):
+            notes.append(f"budget {cfg.budget} exceeds what the image can use: full resolution in {len(tiles)} tokens")
+    explained = None
+    if explain:
+        flat_rows = torch.tensor([sc.offsets[lvl] + r * shapes[lvl][1] + c for lvl, r, c in tiles],
+                                 device=sc.flat_feats.device)
+        s = scorer or default_scorer(texture.channels, sc.flat_feats.device)
+        with torch.inference_mode():
+            explained = s.explain(sc.flat_feats, sc.flat_q, sc.qnames, flat_rows)
+    sel = Selection(
+        levels=levels, rows=rows, cols=cols, scores=scores, boxes=boxes, centers=centers, grid=grid, gist=gist,
+        patches=patches, relevance=sc.score[0].astype(np.float32), image_size=texture.image_size,
+        patch_size=texture.patch_size, num_levels=n_levels, budget=cfg.budget, mode=cfg.mode, query=q,
+        texture_id=texture.id, notes=notes, explain=explained,
+        timings_ms={"score": (t1 - t0) * 1000, "select": (t2 - t1) * 1000, "cut": (t3 - t2) * 1000,
+                    "total": (t3 - t0) * 1000},
+    )
+    if explain:
+        sel.evidence = _evidence(texture, q, sc.qnames, sel)
+    return sel
+
+
+def _evidence(texture: Texture, query: Query, qnames: list[str], sel: Selection) -> list[dict]:
+    """Each query term's evidence (e.g. matched OCR lines), with the selected levels over each item's box:
+    ``levels`` = [finest, coarsest] selected level on the level-0 tiles the box touches (-1: not covered)."""
+    items = []
+    level_map = sel.level_map()
+    p = texture.patch_size
+    for name in qnames:
+        fn = QUERY_TERMS[name].evidence
+        for item in fn(texture, query) if fn is not None else ():
+            if "box" in item:
+                x0, y0, x1, y1 = item["box"]
+                under = level_map[int(y0) // p : max(int(y1 - 1) // p + 1, int(y0) // p + 1),
+                                  int(x0) // p : max(int(x1 - 1) // p + 1, int(x0) // p + 1)]
+                if under.size:
+                    item = {**item, "levels": [int(under.min()), int(under.max())]}
+            items.append(item)
+    return items
