@@ -17,6 +17,11 @@ import torch
 from scipy import ndimage
 
 import foveate.video as video_mod
+from foveate.video import config as video_config
+from foveate.video import exact as video_exact
+from foveate.video import motion as video_motion
+from foveate.video import predictor as video_predictor
+from foveate.video import tiles as video_tiles
 from foveate import NoImageSetError, VideoError
 from foveate.core import ops
 from foveate.core.texture import compute_channels, encode_array
@@ -135,13 +140,14 @@ def test_the_invariant_holds_for_any_threshold():
 
 def test_a_static_clip_reencodes_nothing_after_the_first_frame(monkeypatch):
     calls = []
-    real = video_mod.run_groups
+    real = video_predictor.run_groups
 
     def counting(ctx, names, generators=None):
         calls.append(names)
         return real(ctx, names, generators)
 
-    monkeypatch.setattr(video_mod, "run_groups", counting)
+    for mod in (video_predictor, video_exact, video_motion):  # the modules that run channel generators
+        monkeypatch.setattr(mod, "run_groups", counting)
     frame = clip(1)[0]
     pred = VideoPredictor(preset="default", device="cpu")
     state = pred.init_state(change_threshold=0.0, keyframe_interval=5)
@@ -163,14 +169,14 @@ def test_the_margins_are_needed(monkeypatch, group, margin, short):
     surround Gaussian's outer part only flips the polarity where centre and surround are equal, rarely visible)."""
     assert (EDGES_MARGIN, FREQUENCY_MARGIN) == (17, 20)
     frames = clip(4)
-    monkeypatch.setitem(video_mod.UPDATE_RULES, group, UpdateRule("local", short))
+    monkeypatch.setitem(video_config.UPDATE_RULES, group, UpdateRule("local", short))
     pred = VideoPredictor(preset="fast", patch_size=4, device="cpu")
     state = pred.init_state(change_threshold=0.0, full_frame_share=1.0)
     for f in frames[:2]:
         pred.add_frame(state, f)
     with pytest.raises(AssertionError):
         assert_same_texture(state, atol32=1e-4)
-    monkeypatch.setitem(video_mod.UPDATE_RULES, group, UpdateRule("local", margin))
+    monkeypatch.setitem(video_config.UPDATE_RULES, group, UpdateRule("local", margin))
     state = pred.init_state(change_threshold=0.0, full_frame_share=1.0)
     for f in frames:
         pred.add_frame(state, f)
@@ -249,10 +255,10 @@ def test_plan_crops_writes_each_tile_once_from_a_crop_with_its_margin(k):
 
 @pytest.mark.parametrize("call_cost", [0, 10**9])  # along the changed paths / whole levels
 def test_update_mips_along_changed_paths_matches_a_full_build(monkeypatch, call_cost):
-    monkeypatch.setattr(video_mod, "MIP_CALL_COST", call_cost)
+    monkeypatch.setattr(video_tiles, "MIP_CALL_COST", call_cost)
     calls = []
     real = ops.mip_down
-    monkeypatch.setattr(video_mod.ops, "mip_down", lambda *a: calls.append(a[0].shape) or real(*a))
+    monkeypatch.setattr(video_tiles.ops, "mip_down", lambda *a: calls.append(a[0].shape) or real(*a))
     rng = np.random.default_rng(2)
     h, w, p = 330, 250, 16  # odd grids at several levels
     gh, gw = ops.grid_shape(h, w, p)
@@ -388,7 +394,7 @@ def test_motion_compensation_follows_a_panning_camera():
             continue
         assert not st.keyframe and abs(st.camera["scale"] - 1.0) < 0.01 and abs(st.camera["rotation"]) < 0.5
         # the camera since the keyframe (content moves by -step px per frame): anchored, so no drift
-        since_key = video_mod._camera_stats(moving._camera, moving._layout.grid, 16)
+        since_key = video_motion._camera_stats(moving._camera, moving._layout.grid, 16)
         assert abs(since_key["dx"] + 2.5 * i) < 0.5 and abs(since_key["dy"] + 1.25 * i) < 0.5, (i, since_key)
         assert st.reencoded_share <= moving.config.reencode_budget + 1e-9
     truth = encode_array(frames[-1], moving.encode_config, CPU)
@@ -587,7 +593,7 @@ def test_the_stability_scorer_keeps_the_scorer_contract(photo_texture):
     base = default_scorer(photo_texture.channels, feats.device)
     rng = np.random.default_rng(0)
     bonus, bound_bonus = (rng.random(feats.shape[0]).astype(np.float32) for _ in range(2))
-    wrapped = video_mod._StableScorer(base, bonus, bound_bonus)
+    wrapped = video_predictor._StableScorer(base, bonus, bound_bonus)
     score, need, bound = wrapped.evaluate(feats)
     s0, n0, b0 = base.evaluate(feats)
     np.testing.assert_allclose(score, s0 + bonus, atol=1e-5) and np.testing.assert_array_equal(need, n0)
