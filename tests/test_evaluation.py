@@ -15,29 +15,41 @@ from PIL import Image
 
 from foveate.core.config import EncodeConfig, SelectConfig
 from foveate.core.errors import ConfigError, DatasetError, FoveateError
-from foveate.evaluation import (
+from foveate.eval.runner import (
     EvalConfig,
-    Tokens,
-    aggregate,
-    answer_found,
-    check_boxes,
-    lines_at,
-    normalize_text,
-    oracle_tiles,
-    parse_query_line,
     parse_select_value,
     parse_variant,
-    query_answer_found,
-    random_tiles,
-    read_queries,
-    render_markdown,
     run_eval,
-    substring_edit_distance,
+)
+from foveate.eval.baselines import (
+    Tokens,
+    random_tiles,
     uniform_scale,
     uniform_tokens,
+)
+from foveate.eval.summary import (
+    aggregate,
+)
+from foveate.eval.answers import (
+    answer_found,
+    lines_at,
+    normalize_text,
+    query_answer_found,
+    substring_edit_distance,
+)
+from foveate.eval.data import (
+    check_boxes,
+    parse_query_line,
+    read_queries,
+)
+from foveate.eval.oracle import (
+    oracle_tiles,
+)
+from foveate.eval.report import (
+    render_markdown,
     write_outputs,
 )
-from foveate.metrics import query_metrics
+from foveate.eval.metrics import query_metrics
 from foveate.core.ops import level_shapes
 from foveate.synth import TextLine, render_page
 
@@ -444,7 +456,7 @@ def test_write_outputs_json_markdown_and_plots(result, tmp_path):
 
 
 def test_plots_without_matplotlib_say_what_to_install(monkeypatch):
-    from foveate.evaluation import load_pyplot
+    from foveate.eval.plots import load_pyplot
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(FoveateError, match=r"foveate\[plots\]"):

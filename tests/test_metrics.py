@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from foveate.metrics import legible_level, query_metrics
+from foveate.eval.metrics import legible_level, query_metrics
 
 SIZE = (256, 256)
 

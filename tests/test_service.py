@@ -20,7 +20,7 @@ from PIL import Image
 import foveate
 from foveate.cli import MAX_REQUEST_HEAD
 from foveate.render import plan_crops, render_mosaic
-from foveate.service.bench import sample_images, select_load, upload_all
+from foveate.bench.service import sample_images, select_load, upload_all
 from foveate.service.process import ServerProcess
 from foveate.store import TextureStore
 

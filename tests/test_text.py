@@ -10,7 +10,7 @@ import pytest
 import foveate
 from foveate.query import text as T
 from foveate.core.errors import UnsupportedInputError
-from foveate.metrics import query_metrics
+from foveate.eval.metrics import query_metrics
 from foveate.synth import TextLine, render_page
 
 

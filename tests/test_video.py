@@ -772,7 +772,7 @@ def test_cli_video_bad_input_is_one_line(tmp_path, arg, needle):
 
 
 def test_generated_stream_is_cheap_to_make():
-    from foveate.video_bench import generated_frame
+    from foveate.bench.video import generated_frame
 
     a, b = generated_frame(0), generated_frame(1)
     assert a.shape == (480, 640, 3) and a.dtype == np.uint8 and not np.array_equal(a, b)
@@ -787,7 +787,7 @@ def test_generated_stream_is_cheap_to_make():
 def test_eval_boxes_compares_incremental_with_scratch_on_generated_sequences(tmp_path):
     from rich.console import Console
 
-    from foveate.video_bench import eval_boxes
+    from foveate.eval.video import eval_boxes
 
     lines = []
     for seq, step in (("left", 8), ("right", -8)):
@@ -810,7 +810,7 @@ def test_eval_boxes_compares_incremental_with_scratch_on_generated_sequences(tmp
 def test_bench_functions_run_on_generated_frames(tmp_path):
     from rich.console import Console
 
-    from foveate.video_bench import bench_clip, bench_memory, generated_frame
+    from foveate.bench.video import bench_clip, bench_memory, generated_frame
 
     quiet = Console(file=open(os.devnull, "w"))
     res = bench_clip((generated_frame(i, (128, 160), drift=False) for i in range(5)), thresholds=(0.0, 8.0),

@@ -414,7 +414,7 @@ def store_bench(
 ) -> None:
     """Measure the store's database against the alternatives: write, read (verified), concurrent read while
     another process writes, and bytes on disk."""
-    from .bench_store import run_store_bench
+    from .bench.store import run_store_bench
 
     run_store_bench(count=count, size=size, backends=[b for b in backends.split(",") if b], json_path=json_path,
                     console=out)
@@ -488,7 +488,7 @@ def bench_serve(
 ) -> None:
     """Load-test a real `foveate serve` subprocess: upload images, then many concurrent selects; latency
     percentiles, throughput, errors, server memory before and after."""
-    from .service.bench import run_service_bench
+    from .bench.service import run_service_bench
 
     run_service_bench(clients=clients, requests=requests, images=images, size=size, preset=preset,
                       pools=[p for p in pools.split(",") if p], workers=workers, torch_threads=torch_threads,
@@ -505,7 +505,7 @@ def bench(
     device: str = DeviceOpt,
 ) -> None:
     """Benchmark encode (per channel group), select (scoring + cascade, and with the token cut) and memory."""
-    from .bench import run_bench
+    from .bench.encode import run_bench
 
     run_bench([_resolve_input(p) for p in image], repeats=repeats, presets=[p for p in presets.split(",") if p],
               json_path=json_path, device=device, console=out)
@@ -549,8 +549,10 @@ def eval_command(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from .core.errors import DatasetError
-    from .evaluation import (BASELINES, EvalConfig, load_pyplot, parse_select_value, parse_variant, print_tables,
-                             run_eval, write_outputs)
+    from .eval.baselines import BASELINES
+    from .eval.plots import load_pyplot
+    from .eval.report import print_tables, write_outputs
+    from .eval.runner import EvalConfig, parse_select_value, parse_variant, run_eval
 
     sel = SelectConfig(mode=parse_select_value("mode", mode), area_exponent=area_exponent, min_level=min_level,
                        topk_levels=parse_select_value("topk_levels", topk_levels),
@@ -687,7 +689,7 @@ def bench_video(
 ) -> None:
     """Video benchmark: per-frame cost of incremental updates vs encoding every frame from scratch (same run), or
     resident memory over a long generated stream (--stream N)."""
-    from .video_bench import bench_clip, bench_memory, generated_frame
+    from .bench.video import bench_clip, bench_memory, generated_frame
 
     if cv_threads is not None:
         import cv2
@@ -724,7 +726,7 @@ def eval_video(
     device: str = DeviceOpt,
 ) -> None:
     """Per-frame coverage of an annotated box, incremental updates vs encoding every frame from scratch (one run)."""
-    from .video_bench import PROTOCOLS, eval_boxes
+    from .eval.video import PROTOCOLS, eval_boxes
 
     chosen = tuple(p.strip() for p in protocols.split(",") if p.strip())
     bad = [p for p in chosen if p not in PROTOCOLS]

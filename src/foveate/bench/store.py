@@ -27,10 +27,10 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from .core.config import EncodeConfig
-from .core.errors import ConfigError
-from .core.texture import Texture
-from .store import TextureStore, texture_blob
+from ..core.config import EncodeConfig
+from ..core.errors import ConfigError
+from ..core.texture import Texture
+from ..store import TextureStore, texture_blob
 
 
 # -- the alternatives, minimal --------------------------------------------------------------------------------
@@ -95,7 +95,7 @@ class SqliteBackend:
     ``page_size`` other than the store's (``sqlite-4k``: 4096) shows why the store picks its page size."""
 
     def __init__(self, path: Path, page_size: int | None = None) -> None:
-        from . import store as store_module
+        from .. import store as store_module
 
         default = store_module.PAGE_SIZE
         store_module.PAGE_SIZE = page_size or default  # read when the database file is created
@@ -155,7 +155,7 @@ def _writer(kind: str, path: str, size: int, count: int, seed: int, ready) -> No
 
 
 def _base_texture(size: int, seed: int) -> Texture:
-    from .core.texture import encode_array
+    from ..core.texture import encode_array
 
     rng = np.random.default_rng(seed)
     img = rng.integers(0, 256, (size, size, 3), dtype=np.uint8)
@@ -209,8 +209,8 @@ def bench_backend(kind: str, items: list, size: int, root: Path) -> dict:
 
 def run_store_bench(count: int = 40, size: int = 1024, backends: list[str] | None = None,
                     json_path: Path | None = None, console: Console | None = None) -> dict:
-    from .bench import machine_info
-    from .core.device import resolve_device
+    from ..core.device import resolve_device
+    from .common import machine_info
 
     console = console or Console()
     backends = backends or ["sqlite", "lmdb", "files"]

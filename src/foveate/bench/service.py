@@ -25,8 +25,8 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from ..bench import EXAMPLES
-from .process import ServerProcess, _vm_rss
+from ..service.process import ServerProcess, _vm_rss
+from .common import EXAMPLES
 
 
 def sample_images(n: int, size: int = 512, seed: int = 0) -> list[bytes]:
@@ -196,8 +196,8 @@ def _pool_bench(kind: str, workers: int, images: list[bytes], preset: str) -> di
 def run_service_bench(clients: int = 16, requests: int = 2000, images: int = 20, size: int = 512,
                       preset: str = "fast", pools: list[str] | None = None, workers: int = 2,
                       torch_threads: int = 1, json_path: Path | None = None, console: Console | None = None) -> dict:
-    from ..bench import machine_info
     from ..core.device import resolve_device
+    from .common import machine_info
 
     console = console or Console()
     pics = sample_images(images, size=size)
@@ -260,4 +260,3 @@ def run_service_bench(clients: int = 16, requests: int = 2000, images: int = 20,
 
 def _mib(n: int | None) -> float | None:
     return round(n / 2**20, 1) if n else None
-

@@ -7,13 +7,12 @@ Medians and interquartile ranges of ``repeats`` runs after one warm-up; the JSON
 library versions and the git commit so figures can be compared across runs.
 """
 
+
 from __future__ import annotations
 
 import json
 import os
-import platform
 import statistics
-import subprocess
 import time
 from pathlib import Path
 from typing import Callable
@@ -24,14 +23,13 @@ import torch
 from rich.console import Console
 from rich.table import Table
 
-from .core.config import EncodeConfig
-from .core.device import describe, resolve_device
-from .core.io import load_image
-from .core.texture import encode_array
-from .query.text import _embed_query_cached, clear_ocr_cache, embed_query
-from .selection import select
-
-EXAMPLES = Path(__file__).resolve().parent / "examples"
+from ..core.config import EncodeConfig
+from ..core.device import describe, resolve_device
+from ..core.io import load_image
+from ..core.texture import encode_array
+from ..query.text import _embed_query_cached, clear_ocr_cache, embed_query
+from ..selection import select
+from .common import EXAMPLES, machine_info
 
 #: Distinct questions for the per-query benchmark (each is embedded once: the first call pays MiniLM).
 TEXT_QUERIES = [
@@ -62,18 +60,6 @@ def default_images() -> list[tuple[str, np.ndarray]]:
         interp = cv2.INTER_AREA if min(img.shape[:2]) >= 1024 else cv2.INTER_CUBIC
         out.append((f"{Path(name).stem} 1024x1024", cv2.resize(img, (1024, 1024), interpolation=interp)))
     return out
-
-
-def machine_info(device: torch.device) -> dict:
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=Path(__file__).parent, timeout=5).stdout.strip() or None
-    except (OSError, subprocess.SubprocessError):
-        commit = None
-    return {"cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(), "platform": platform.platform(),
-            "processor": platform.processor() or platform.machine(), "python": platform.python_version(),
-            "torch": torch.__version__, "opencv": cv2.__version__, "device": describe(device), "commit": commit}
-
 
 def bench_image(name: str, img: np.ndarray, presets: list[str], repeats: int, device: torch.device) -> dict:
     """All measurements for one image."""

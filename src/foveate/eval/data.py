@@ -1,0 +1,191 @@
+"""Evaluation data: a folder with ``queries.jsonl``, one object per line::
+
+    {"image": "images/a.png", "query": "What is the total?", "boxes": [[x0, y0, x1, y1], ...]}
+
+in pixels of the stored image.  Optional keys: ``text_heights`` (one per box: the height of a line of its text,
+used instead of the box height for legibility) and ``answer_text`` (one string per box, or one for all: what
+an OCR of the selection should read there).  Other keys are kept as metadata (``--group-by``).
+
+:func:`read_queries` parses every line; a malformed line, a missing or unreadable image, a box outside the image
+is a :class:`Problem` with its line number (:func:`check_boxes`); the run goes on and the summary counts them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..core.errors import DatasetError
+from .metrics import clip_boxes
+
+QUERIES_FILE = "queries.jsonl"
+
+#: box-size buckets: a query's mean ground-truth box area as a fraction of the image area, upper bounds
+SIZE_BUCKETS = (("tiny <0.1%", 0.001), ("small 0.1-1%", 0.01), ("medium 1-10%", 0.1), ("large >=10%", math.inf))
+
+#: every kind of :class:`Problem` and what it means (also written to eval.json)
+PROBLEM_KINDS = {
+    "json": "not a JSON object",
+    "schema": "missing or malformed field",
+    "image_missing": "image file not found",
+    "image_unreadable": "image could not be decoded",
+    "box_invalid": "empty box (x1 <= x0 or y1 <= y0), dropped",
+    "box_outside": "box entirely outside the image, dropped",
+    "box_clipped": "box partly outside the image, clipped",
+    "no_boxes": "no usable box left, query skipped",
+    "budget": "budget below the coarsest tiles (quadtree), skipped at that budget",
+    "ocr": "OCR failed on an image",
+}
+
+
+@dataclass
+class Problem:
+    """Something wrong with one line of ``queries.jsonl`` (``line`` is 1-based; ``None`` for the whole file)."""
+
+    line: int | None
+    kind: str
+    message: str
+    skipped: bool  # the query (or, for ``budget``, that budget of it) is not evaluated
+    image: str | None = None
+
+    def __str__(self) -> str:
+        where = f"line {self.line}" if self.line is not None else QUERIES_FILE
+        return f"{where}: {self.message}"
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class EvalQuery:
+    """One valid line: the query and its ground truth (boxes float64 (N, 4), in source pixels)."""
+
+    line: int
+    image: str
+    text: str
+    boxes: np.ndarray
+    text_heights: np.ndarray | None = None
+    #: (answer, box it should be read in -- ``None``: any of the query's boxes)
+    answers: list[tuple[str, tuple[float, float, float, float] | None]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class _LineError(Exception):
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def _numbers(value: Any, what: str) -> list[float]:
+    if not isinstance(value, (list, tuple)) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value):
+        raise _LineError("schema", f"{what} must be a list of finite numbers, got {json.dumps(value)[:80]}")
+    return [float(v) for v in value]
+
+
+def parse_query_line(raw: str, line: int) -> EvalQuery:
+    """One ``queries.jsonl`` line -> :class:`EvalQuery`; raises ``_LineError`` with a kind and a message."""
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise _LineError("json", f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(obj, dict):
+        raise _LineError("json", f"expected a JSON object, got {type(obj).__name__}")
+    missing = [k for k in ("image", "query", "boxes") if k not in obj]
+    if missing:
+        raise _LineError("schema", f"missing key(s) {', '.join(missing)} (need image, query, boxes)")
+    image, text, boxes = obj["image"], obj["query"], obj["boxes"]
+    if not isinstance(image, str) or not image.strip():
+        raise _LineError("schema", "'image' must be a non-empty relative path")
+    if not isinstance(text, str):
+        raise _LineError("schema", f"'query' must be a string, got {type(text).__name__}")
+    if not isinstance(boxes, list) or not boxes:
+        raise _LineError("schema", "'boxes' must be a non-empty list of [x0, y0, x1, y1]")
+    rows = []
+    for i, b in enumerate(boxes):
+        vals = _numbers(b, f"box {i}")
+        if len(vals) != 4:
+            raise _LineError("schema", f"box {i} must have 4 numbers [x0, y0, x1, y1], got {len(vals)}")
+        rows.append(vals)
+    arr = np.array(rows, np.float64)
+    heights = None
+    if obj.get("text_heights") is not None:
+        heights = np.array(_numbers(obj["text_heights"], "'text_heights'"), np.float64)
+        if len(heights) != len(arr):
+            raise _LineError("schema", f"{len(heights)} text_heights for {len(arr)} boxes (need one per box)")
+        if (heights <= 0).any():
+            raise _LineError("schema", "text_heights must be positive")
+    answers: list = []
+    ans = obj.get("answer_text")
+    if ans is not None:
+        if isinstance(ans, str):
+            ans = [ans]
+        if not isinstance(ans, list) or not all(isinstance(a, str) for a in ans):
+            raise _LineError("schema", "'answer_text' must be a string or a list of strings")
+        aligned = len(ans) == len(arr)
+        answers = [(a, tuple(arr[i]) if aligned else None) for i, a in enumerate(ans)]
+    meta = {k: v for k, v in obj.items() if k not in ("image", "query", "boxes", "text_heights", "answer_text")}
+    return EvalQuery(line, image, text, arr, heights, answers, meta)
+
+
+def read_queries(data_dir: str | Path) -> tuple[list[EvalQuery], list[Problem], int]:
+    """Parse ``DATA_DIR/queries.jsonl``.  Returns (valid queries, problems, number of non-blank lines)."""
+    path = Path(data_dir) / QUERIES_FILE
+    if not Path(data_dir).is_dir():
+        raise DatasetError(f"{data_dir} is not a folder; pass a folder that holds {QUERIES_FILE}")
+    if not path.is_file():
+        raise DatasetError(f"no {QUERIES_FILE} in {data_dir}; a data set is a folder with {QUERIES_FILE} "
+                           "(one {\"image\", \"query\", \"boxes\"} object per line) and its images")
+    queries, problems, n = [], [], 0
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for i, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            n += 1
+            try:
+                queries.append(parse_query_line(raw, i))
+            except _LineError as exc:
+                problems.append(Problem(i, exc.kind, str(exc), True))
+    return queries, problems, n
+
+
+def check_boxes(q: EvalQuery, image_size: tuple[int, int]) -> tuple[EvalQuery | None, list[Problem]]:
+    """Clip ``q``'s boxes to the image (H, W): a box partly outside is clipped, an empty or wholly outside box
+    is dropped (with its text height), and a query with no box left is skipped.  Each case is a Problem."""
+    h, w = image_size
+    keep, problems = [], []
+    for i, (x0, y0, x1, y1) in enumerate(q.boxes):
+        desc = f"box {i} [{x0:g}, {y0:g}, {x1:g}, {y1:g}]"
+        if x1 <= x0 or y1 <= y0:
+            problems.append(Problem(q.line, "box_invalid", f"{desc} is empty (need x0 < x1, y0 < y1); dropped",
+                                    False, q.image))
+        elif x1 <= 0 or y1 <= 0 or x0 >= w or y0 >= h:
+            problems.append(Problem(q.line, "box_outside", f"{desc} lies outside the {w}x{h} image {q.image}; "
+                                    "dropped", False, q.image))
+        else:
+            if x0 < 0 or y0 < 0 or x1 > w or y1 > h:
+                problems.append(Problem(q.line, "box_clipped", f"{desc} extends beyond the {w}x{h} image "
+                                        f"{q.image}; clipped", False, q.image))
+            keep.append(i)
+    if not keep:
+        problems.append(Problem(q.line, "no_boxes", "no usable box left; query skipped", True, q.image))
+        return None, problems
+    boxes = clip_boxes(q.boxes[keep], (h, w))
+    heights = q.text_heights[keep] if q.text_heights is not None else None
+    return dataclasses.replace(q, boxes=boxes, text_heights=heights), problems
+
+
+def size_bucket(q: EvalQuery, image_size: tuple[int, int]) -> tuple[str, float]:
+    """(bucket name, mean box area / image area) of a query (boxes already clipped)."""
+    h, w = image_size
+    frac = float(np.mean((q.boxes[:, 2] - q.boxes[:, 0]) * (q.boxes[:, 3] - q.boxes[:, 1]))) / float(h * w)
+    for name, upper in SIZE_BUCKETS:
+        if frac < upper:
+            return name, frac
+    return SIZE_BUCKETS[-1][0], frac

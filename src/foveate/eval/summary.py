@@ -1,0 +1,58 @@
+"""Means over the records of a run, per budget, group and method: what the result's JSON, the report's tables and
+the plots all show."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Sequence
+
+import numpy as np
+
+from .answers import OCR_METHODS
+from .data import SIZE_BUCKETS
+
+
+def mean_scores(rows: list[dict]) -> dict:
+    return {k: float(np.mean([float(r[k]) for r in rows])) for k in ("coverage", "legible_coverage", "hit", "tokens")}
+
+
+def _group_key(rec: dict, key: str | None) -> str:
+    if key is None:
+        return "all"
+    if key == "bucket":
+        return rec["bucket"]
+    v = rec["meta"].get(key)
+    return json.dumps(v) if isinstance(v, (list, dict)) else str(v)
+
+
+def aggregate(records: list[dict], methods: Sequence[str], key: str | None = None) -> dict:
+    """Means per budget, group and method: ``{budget: {group: {"n": .., method: {coverage, legible_coverage,
+    hit, tokens}, "ocr": {method: {exact, fuzzy, n}}}}}``.  ``key``: ``None`` (one group, "all"), ``"bucket"``
+    (box size) or a metadata key of the set (e.g. ``isthing``)."""
+    acc: dict = defaultdict(lambda: defaultdict(list))
+    for r in records:
+        acc[(r["budget"], _group_key(r, key))]["_"].append(r)
+    out: dict = {}
+    order = [b for b, _ in SIZE_BUCKETS] if key == "bucket" else None
+    for (budget, group), d in sorted(acc.items(), key=lambda kv: (kv[0][0], order.index(kv[0][1]) if order
+                                                                  else kv[0][1])):
+        recs = d["_"]
+        g: dict = {"n": len(recs)}
+        for m in methods:
+            rows = [r["methods"][m] for r in recs if m in r["methods"]]
+            if rows:
+                g[m] = mean_scores(rows) | {"n": len(rows)}
+        ocr: dict = {}
+        for m in OCR_METHODS:
+            rows = [r["ocr"][m] for r in recs if m in r.get("ocr", {})]
+            if rows:
+                ocr[m] = {"exact": float(np.mean([x["exact"] for x in rows])),
+                          "fuzzy": float(np.mean([x["fuzzy"] for x in rows])), "n": len(rows)}
+        if ocr:
+            g["ocr"] = ocr
+        same = [r["same_as_query_blind"] for r in recs if "same_as_query_blind" in r]
+        if same:
+            g["same_as_query_blind"] = float(np.mean(same))
+        out.setdefault(str(budget), {})[group] = g
+    return out
