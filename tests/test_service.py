@@ -18,7 +18,7 @@ import pytest
 from PIL import Image
 
 import foveate
-from foveate.cli import MAX_REQUEST_HEAD
+from foveate.cli.serve import MAX_REQUEST_HEAD
 from foveate.render import plan_crops, render_mosaic
 from foveate.bench.service import sample_images, select_load, upload_all
 from foveate.service.process import ServerProcess

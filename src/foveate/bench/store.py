@@ -95,7 +95,7 @@ class SqliteBackend:
     ``page_size`` other than the store's (``sqlite-4k``: 4096) shows why the store picks its page size."""
 
     def __init__(self, path: Path, page_size: int | None = None) -> None:
-        from .. import store as store_module
+        from ..store import store as store_module
 
         default = store_module.PAGE_SIZE
         store_module.PAGE_SIZE = page_size or default  # read when the database file is created

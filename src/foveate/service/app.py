@@ -3,55 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-import secrets
 import time
 from contextlib import asynccontextmanager
 
-from fastapi import Depends, FastAPI, HTTPException, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from starlette.exceptions import HTTPException as StarletteHTTPException
+from fastapi import Depends, FastAPI
 
 from .. import __version__
-from ..core.errors import (
-    ConfigError,
-    FoveateError,
-    ImageDecodeError,
-    ImageTooLargeError,
-    QueryError,
-    StoreError,
-    UnsupportedInputError,
-)
-from .engine import Busy, Engine
+from .deps import require_key
+from .engine import Engine
+from .errors import PayloadTooLarge, install_error_handlers, too_large_detail
 from .metrics import Metrics
+from .routes import system, textures
 from .settings import ServiceSettings
 
 DESCRIPTION = """Encode an image once (`POST /v1/textures`), then select a fixed budget of VLM tokens for
 each query (`POST /v1/textures/{id}/select`), with overlays, mosaics, token tensors and crops.  Texture ids
 are content hashes: uploading the same image again returns the same id without encoding it again.
 Errors are JSON objects whose `detail` says what to do."""
-
-#: foveate's typed errors -> HTTP status (first match wins; order from specific to general)
-ERROR_STATUS: tuple[tuple[type[FoveateError], int], ...] = (
-    (ImageTooLargeError, 422),
-    (ImageDecodeError, 400),
-    (UnsupportedInputError, 415),
-    (QueryError, 422),
-    (ConfigError, 422),  # includes BudgetError
-    (StoreError, 503),
-    (FoveateError, 400),
-)
-
-
-class PayloadTooLarge(Exception):
-    pass
-
-
-class TextureNotFound(Exception):
-    def __init__(self, tid: str) -> None:
-        super().__init__(tid)
-        self.tid = tid
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -89,7 +57,7 @@ class Guard:
             length = dict(scope["headers"]).get(b"content-length", b"")
             if length.isdigit() and int(length) > self.limit:
                 self.metrics.rejected.labels("too_large").inc()
-                await _send_json(send_tracked, 413, _too_large(self.limit))
+                await _send_json(send_tracked, 413, too_large_detail(self.limit))
                 return
             await asyncio.wait_for(self.app(scope, receive_limited, send_tracked), self.timeout)
         except TimeoutError:
@@ -105,11 +73,6 @@ class Guard:
             self.metrics.latency.labels(scope["method"], name).observe(time.perf_counter() - t0)
 
 
-def _too_large(limit: int) -> dict:
-    return {"detail": f"the request body is over the upload limit of {limit / 2**20:g} MiB; send a smaller "
-                      "(downscaled or recompressed) image, or raise the server's --max-upload-mb"}
-
-
 async def _send_json(send, status: int, body: dict) -> None:
     import json
 
@@ -122,61 +85,9 @@ async def _send_json(send, status: int, body: dict) -> None:
 # ----------------------------------------------------------------------------------------------------------
 # Auth
 
-bearer = HTTPBearer(auto_error=False, description="The server's FOVEATE_API_KEY, when it has one.")
-
-
-async def require_key(request: Request, cred: HTTPAuthorizationCredentials | None = Depends(bearer)) -> None:
-    key = request.app.state.settings.api_key
-    if key is None:
-        return
-    if cred is None or not secrets.compare_digest(cred.credentials.encode(), key.encode()):
-        raise HTTPException(401, "missing or wrong API key: send 'Authorization: Bearer <key>' with the server's "
-                                 "FOVEATE_API_KEY", headers={"WWW-Authenticate": "Bearer"})
-
 
 # ----------------------------------------------------------------------------------------------------------
 # Errors -> JSON with a detail that says what to do
-
-
-def install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(FoveateError)
-    async def foveate_error(request: Request, exc: FoveateError) -> JSONResponse:
-        status = next(code for cls, code in ERROR_STATUS if isinstance(exc, cls))
-        headers = {"Retry-After": str(app.state.settings.retry_after)} if status == 503 else None
-        return JSONResponse({"detail": str(exc)}, status_code=status, headers=headers)
-
-    @app.exception_handler(Busy)
-    async def busy(request: Request, exc: Busy) -> JSONResponse:
-        app.state.metrics.rejected.labels("queue_full").inc()
-        return JSONResponse({"detail": f"the encode queue is full; retry in {exc.retry_after} s"}, status_code=503,
-                            headers={"Retry-After": str(exc.retry_after)})
-
-    @app.exception_handler(PayloadTooLarge)
-    async def too_large(request: Request, exc: PayloadTooLarge) -> JSONResponse:
-        app.state.metrics.rejected.labels("too_large").inc()
-        return JSONResponse(_too_large(int(app.state.settings.max_upload_mb * 2**20)), status_code=413)
-
-    @app.exception_handler(TextureNotFound)
-    async def not_found(request: Request, exc: TextureNotFound) -> JSONResponse:
-        return JSONResponse({"detail": f"no texture {exc.tid}: upload the image with POST /v1/textures (the same "
-                                       "image always gets the same id)"}, status_code=404)
-
-    @app.exception_handler(RequestValidationError)
-    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [{"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", "")),
-                   "type": str(e.get("type", ""))} for e in exc.errors()]
-        parts = "; ".join(f"{'.'.join(e['loc'])}: {e['msg']}" for e in errors[:5])
-        return JSONResponse({"detail": f"invalid request ({parts}); the schema is at /docs", "errors": errors},
-                            status_code=422)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        detail = exc.detail
-        if exc.status_code == 404 and detail == "Not Found":
-            detail = f"no route {request.method} {request.url.path}; the API is listed at /docs"
-        elif exc.status_code == 405:
-            detail = f"{request.method} is not allowed on {request.url.path}; the API is listed at /docs"
-        return JSONResponse({"detail": str(detail)}, status_code=exc.status_code, headers=exc.headers)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -185,8 +96,6 @@ def install_error_handlers(app: FastAPI) -> None:
 
 def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     """The foveate HTTP API.  The engine (store, encode pool, cache) starts with the app's lifespan."""
-    from .routes import system, textures
-
     settings = settings or ServiceSettings.from_env()
     metrics = Metrics()
 

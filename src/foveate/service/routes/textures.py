@@ -18,7 +18,7 @@ from ...query.query import MAX_QUERY_CHARS
 from ...render import png_bytes, tokens_metadata
 from ...selection import Selection, select
 from ...store import StoreEntry
-from ..app import TextureNotFound
+from ..errors import TextureNotFound
 from ..schemas import (MAX_BUDGET, MAX_PROMPTS, TEXTURE_ID_PATTERN, CropsOut, Error, Mode, SelectIn, SelectionOut,
                        TextureOut)
 

@@ -1,0 +1,34 @@
+"""``foveate`` command line: thin commands over the library.
+
+Errors a user can cause print as one line (``error: ...``) with exit code 1 and no traceback; usage errors
+exit with 2.
+
+One module per command group over a small shared helper (``common``: the app, the consoles, shared options and
+input helpers): ``encode`` (encode, select, info), ``serve`` (serve), ``bench`` (bench, bench-serve, bench-video),
+``eval`` (eval, eval-video), ``video`` (video) and ``store`` (the ``store`` group).  Importing a command module
+registers its commands on the app; the order here is the order of ``foveate --help``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..core.errors import FoveateError
+from . import encode, serve, bench, eval, video, store  # noqa: F401  (importing a command module registers it)
+from .common import app, err
+
+
+def main() -> None:
+    """Console entry point: run the app, turning foveate errors into one-line messages."""
+    try:
+        app()
+    except FoveateError as exc:
+        err.print(f"error: {exc}", highlight=False, markup=False)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        err.print("interrupted", highlight=False)
+        sys.exit(130)
+    except OSError as exc:  # writing outputs: disk full, permission denied, ...
+        err.print(f"error: {exc}", highlight=False, markup=False)
+        sys.exit(1)
+

@@ -1,0 +1,5 @@
+"""``python -m foveate.cli``: the ``foveate`` command."""
+
+from . import main
+
+main()

@@ -1,0 +1,94 @@
+"""The benchmark commands: ``foveate bench`` (encode and select), ``bench-serve`` (a real server under load) and
+``bench-video`` (incremental video updates against encoding every frame)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .common import DeviceOpt, _numbers, _resolve_input, app, out
+
+
+@app.command("bench-serve")
+def bench_serve(
+    clients: int = typer.Option(16, "--clients", "-c", help="Concurrent clients."),
+    requests: int = typer.Option(2000, "--requests", "-n", help="Select requests in all."),
+    images: int = typer.Option(20, "--images", help="Images uploaded first (generated pages and photos)."),
+    size: int = typer.Option(512, "--size", help="Image side in pixels."),
+    preset: str = typer.Option("fast", "--preset", "-p", help="Server encode preset."),
+    pools: str = typer.Option("", "--pools", help="Also compare encode pools, e.g. thread,process: uploads/s "
+                                                  "of --images fresh images per pool."),
+    workers: int = typer.Option(2, "--workers", help="Encode workers for the pool comparison."),
+    torch_threads: int = typer.Option(1, "--torch-threads", help="The server's torch threads (FOVEATE_TORCH_THREADS)."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
+) -> None:
+    """Load-test a real `foveate serve` subprocess: upload images, then many concurrent selects; latency
+    percentiles, throughput, errors, server memory before and after."""
+    from ..bench.service import run_service_bench
+
+    run_service_bench(clients=clients, requests=requests, images=images, size=size, preset=preset,
+                      pools=[p for p in pools.split(",") if p], workers=workers, torch_threads=torch_threads,
+                      json_path=json_path, console=out)
+
+
+@app.command()
+def bench(
+    image: list[str] = typer.Option([], "--image", "-i", help="Images to benchmark (default: the bundled photo "
+                                                               "and page, resized to 1024x1024)."),
+    repeats: int = typer.Option(20, "--repeats", "-n", help="Repetitions per measurement (median reported)."),
+    presets: str = typer.Option("fast,default,full", "--presets", help="Comma-separated presets."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
+    device: str = DeviceOpt,
+) -> None:
+    """Benchmark encode (per channel group), select (scoring + cascade, and with the token cut) and memory."""
+    from ..bench.encode import run_bench
+
+    run_bench([_resolve_input(p) for p in image], repeats=repeats, presets=[p for p in presets.split(",") if p],
+              json_path=json_path, device=device, console=out)
+
+
+@app.command("bench-video")
+def bench_video(
+    source: Optional[Path] = typer.Argument(None, help="A video file or folder of frames (default: a generated "
+                                                       "static-camera clip)."),
+    frames: int = typer.Option(200, "--frames", "-n", help="Frames to stream."),
+    thresholds: str = typer.Option("0,8", "--thresholds",
+                                   help="Change thresholds to compare, comma-separated (0: the exact update; others: "
+                                        "motion-compensated)."),
+    approximate: str = typer.Option("", "--approximate",
+                                    help="Thresholds of extra exact-update sessions that re-encode only the changed "
+                                         "tiles, neighbours and full-frame fallback skipped (comma-separated)."),
+    reencode_budgets: str = typer.Option("", "--reencode-budgets",
+                                         help="Extra motion-compensated sessions (threshold 8) with these re-encode "
+                                              "budgets, shares of the frame's pixels (comma-separated)."),
+    stream: Optional[int] = typer.Option(None, "--stream",
+                                         help="Instead: resident memory over this many generated frames."),
+    preset: str = typer.Option("fast", "--preset", "-p", help="Channel preset."),
+    cv_threads: Optional[int] = typer.Option(None, "--cv-threads", min=1,
+                                             help="OpenCV threads for the run (default: OpenCV's, one per core)."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
+    device: str = DeviceOpt,
+) -> None:
+    """Video benchmark: per-frame cost of incremental updates vs encoding every frame from scratch (same run), or
+    resident memory over a long generated stream (--stream N)."""
+    from ..bench.video import bench_clip, bench_memory, generated_frame
+
+    if cv_threads is not None:
+        import cv2
+
+        cv2.setNumThreads(cv_threads)
+
+    if stream is not None:
+        bench_memory(stream, preset=preset, device=device, console=out, json_path=json_path)
+        return
+    ts, approx = _numbers(thresholds, "--thresholds"), _numbers(approximate, "--approximate")
+    budgets = _numbers(reencode_budgets, "--reencode-budgets")
+    if source is None:
+        clip = (generated_frame(i, (540, 960), drift=False) for i in range(frames))
+        bench_clip(clip, preset=preset, thresholds=ts, approximate=approx, reencode_budgets=budgets, max_frames=frames,
+                   device=device, console=out, json_path=json_path, label="generated static-camera clip (3 moving boxes), 960x540")
+    else:
+        bench_clip(source, preset=preset, thresholds=ts, approximate=approx, reencode_budgets=budgets,
+                   max_frames=frames, device=device, console=out, json_path=json_path)

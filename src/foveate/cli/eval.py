@@ -1,0 +1,119 @@
+"""The evaluation commands: ``foveate eval`` (token coverage of annotated boxes, against the baselines) and
+``eval-video`` (box coverage per frame, incremental updates against encoding every frame)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..core.config import DEFAULT_BUDGET, SelectConfig
+from ..core.errors import FoveateError
+from .common import DeviceOpt, LevelsOpt, MaxPixOpt, PatchOpt, PresetOpt, _encode_config, _numbers, app, err, out
+
+
+@app.command("eval")
+def eval_command(
+    data_dir: Path = typer.Argument(..., help="A folder with queries.jsonl (image, query, boxes per line) and images."),
+    budget: list[str] = typer.Option(["273"], "--budget", "-b", help="Budget(s): 273, or 64,144,273,576 for a curve."),
+    mode: str = typer.Option("quadtree", "--mode", "-m", help="quadtree or topk."),
+    area_exponent: float = typer.Option(1.0, "--area-exponent", help="quadtree: weight of the area a split refines."),
+    min_level: int = typer.Option(0, "--min-level", help="quadtree: never split below this level."),
+    topk_levels: str = typer.Option("4,2,0", "--topk-levels", help="topk: cascade stage levels, e.g. 4,3,2,1,0."),
+    topk_candidates: str = typer.Option("default", "--topk-candidates",
+                                        help="topk: candidates per stage transition, e.g. 500,none (none = keep all)."),
+    gist: bool = typer.Option(True, "--gist/--no-gist", help="topk (and the random baseline): add the coarsest level."),
+    variant: list[str] = typer.Option([], "--variant", help="Another foveate row from the same textures: "
+                                      "NAME:key=value[:key=value], e.g. cascade5:mode=topk:topk_levels=4,3,2,1,0."),
+    baselines: str = typer.Option("all", "--baselines", help="all, none, or a comma-separated subset of uniform, "
+                                  "random, query_blind, oracle, full."),
+    min_px: float = typer.Option(8.0, "--min-px", help="Text stays legible while height / scale >= this (px)."),
+    hit_threshold: float = typer.Option(0.9, "--hit-threshold", help="A hit: every box legibly covered >= this."),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", help="Evaluate a random sample of N queries."),
+    seed: int = typer.Option(0, "--seed", help="Seed for --limit and the random baseline."),
+    random_seeds: int = typer.Option(5, "--random-seeds", help="Seeds averaged for the random baseline."),
+    ocr: str = typer.Option("auto", "--ocr", help="OCR answer check: auto, on or off."),
+    ocr_budget: list[str] = typer.Option([], "--ocr-budget", help="Run the (slow) OCR check at these budgets only."),
+    group_by: list[str] = typer.Option([], "--group-by", help="Also tabulate by this metadata key (e.g. isthing)."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output folder (default out/eval/<set>)."),
+    plots: bool = typer.Option(False, "--plots", help="Also write curves.png and gallery.png (needs matplotlib)."),
+    gallery: int = typer.Option(12, "--gallery", help="Worst queries shown in gallery.png."),
+    markdown: bool = typer.Option(False, "--markdown", help="Print the markdown tables (as in eval.md) to stdout."),
+    threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads (selection's small matmuls "
+                                          "gain nothing from more than 1 on a loaded machine)."),
+    preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
+    max_pixels: int = MaxPixOpt, device: str = DeviceOpt,
+) -> None:
+    """Measure on annotated data whether the selected tokens cover what each query asks about, next to the
+    uniform, random, query-blind and oracle baselines at the same budget(s).  Writes eval.json (every
+    per-query record) and eval.md."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from ..core.errors import DatasetError
+    from ..eval.baselines import BASELINES
+    from ..eval.plots import load_pyplot
+    from ..eval.report import print_tables, write_outputs
+    from ..eval.runner import EvalConfig, parse_select_value, parse_variant, run_eval
+
+    sel = SelectConfig(mode=parse_select_value("mode", mode), area_exponent=area_exponent, min_level=min_level,
+                       topk_levels=parse_select_value("topk_levels", topk_levels),
+                       topk_candidates=parse_select_value("topk_candidates", topk_candidates), gist=gist)
+    config = EvalConfig(
+        budgets=_numbers(budget, "--budget", kind=int), encode=_encode_config(preset, patch_size, max_levels, max_pixels),
+        select=sel, variants=tuple(parse_variant(v, sel) for v in variant),
+        baselines=BASELINES if baselines == "all" else tuple(b.strip() for b in baselines.split(",")
+                                                              if b.strip() and baselines != "none"), min_px=min_px,
+        hit_threshold=hit_threshold, random_seeds=random_seeds, seed=seed, limit=limit, ocr=ocr,
+        ocr_budgets=_numbers(ocr_budget, "--ocr-budget", kind=int) if ocr_budget else None, device=device)
+    if threads is not None:
+        import torch
+
+        if threads < 1:
+            raise FoveateError("--threads must be at least 1")
+        torch.set_num_threads(threads)
+    if plots:
+        load_pyplot()  # fail now, not after the run
+    with Progress(TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err,
+                  transient=True, disable=not err.is_terminal) as bar:
+        task = bar.add_task("eval", total=None)
+        result = run_eval(data_dir, config, progress=lambda done, total: bar.update(task, completed=done, total=total))
+    if not result.records:
+        for p in result.problems[:20]:
+            err.print(str(p), highlight=False, markup=False)
+        raise DatasetError(f"nothing to evaluate in {data_dir}: {result.counts.get('problems', 0)} problems, "
+                           "no valid query (see above)")
+    print_tables(result, out, group_by)
+    written = write_outputs(result, output or Path("out") / "eval" / data_dir.resolve().name, plots=plots,
+                            gallery=gallery, group_by=group_by)
+    if markdown:
+        print(written["markdown"].read_text())
+    out.print("wrote " + ", ".join(str(p) for p in written.values()), highlight=False)
+
+
+@app.command("eval-video")
+def eval_video(
+    root: Path = typer.Argument(..., help="A folder with queries.jsonl (image, boxes, sequence, frame_index per line), "
+                                          "e.g. a DAVIS 2016 export."),
+    budget: int = typer.Option(DEFAULT_BUDGET, "--budget", "-b", help="Level-0 tokens per frame (top-k, no gist)."),
+    protocols: str = typer.Option("prev-box,first-box,blind", "--protocols",
+                                  help="prev-box, first-box and/or blind (comma-separated)."),
+    approximate: str = typer.Option("8,16", "--approximate",
+                                    help="Thresholds of extra exact-update sessions that re-encode only the changed "
+                                         "tiles, neighbours and full-frame fallback skipped (comma-separated; '' for "
+                                         "none)."),
+    preset: str = typer.Option("fast", "--preset", "-p", help="Channel preset."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
+    device: str = DeviceOpt,
+) -> None:
+    """Per-frame coverage of an annotated box, incremental updates vs encoding every frame from scratch (one run)."""
+    from ..eval.video import PROTOCOLS, eval_boxes
+
+    chosen = tuple(p.strip() for p in protocols.split(",") if p.strip())
+    bad = [p for p in chosen if p not in PROTOCOLS]
+    if bad or not chosen:
+        raise FoveateError(f"unknown protocol(s) {bad}; choose from {', '.join(PROTOCOLS)}")
+    if not (root / "queries.jsonl").is_file():
+        raise FoveateError(f"{root}: no queries.jsonl")
+    eval_boxes(root, protocols=chosen, budget=budget, preset=preset, approximate=_numbers(approximate, "--approximate"),
+               device=device, console=out, json_path=json_path)

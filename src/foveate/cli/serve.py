@@ -1,0 +1,61 @@
+"""``foveate serve``: the HTTP API on uvicorn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .common import app, err
+
+#: request line + headers larger than this are refused (400) before routing: a GET rendering's query of
+#: 2,000 characters of any script fits, URL-encoded
+MAX_REQUEST_HEAD = 64 * 1024
+
+@app.command()
+def serve(
+    host: Optional[str] = typer.Option(None, "--host", help="Address to listen on (default 127.0.0.1; another "
+                                                            "needs FOVEATE_API_KEY or --allow-public)."),
+    port: Optional[int] = typer.Option(None, "--port", help="Port (default 8000)."),
+    store: Optional[Path] = typer.Option(None, "--store", "-s", help="Texture store folder (default "
+                                                                     "~/.cache/foveate/store)."),
+    preset: Optional[str] = typer.Option(None, "--preset", "-p", help="Encode preset for uploads (default: "
+                                                                      "default)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Encode workers (default 2)."),
+    pool: Optional[str] = typer.Option(None, "--pool", help="Encode pool: thread (default) or process."),
+    queue: Optional[int] = typer.Option(None, "--queue", help="Encode jobs that may wait; more answer 503 "
+                                                              "(default 16)."),
+    max_upload_mb: Optional[float] = typer.Option(None, "--max-upload-mb", help="Larger uploads answer 413 "
+                                                                                "(default 32)."),
+    max_pixels: Optional[int] = typer.Option(None, "--max-pixels", help="Larger images answer 422 (default 25M)."),
+    cache_mb: Optional[float] = typer.Option(None, "--cache-mb", help="Decoded textures kept in memory "
+                                                                      "(default 512 MiB)."),
+    store_max_mb: Optional[float] = typer.Option(None, "--store-max-mb", help="Store cap, LRU eviction (default: "
+                                                                              "the store's saved cap)."),
+    request_timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds before a request answers "
+                                                                            "504 (default 60)."),
+    allow_public: bool = typer.Option(False, "--allow-public", help="Listen on a non-loopback address without "
+                                                                    "FOVEATE_API_KEY (a proxy authenticates)."),
+    log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
+) -> None:
+    """Serve the HTTP API (FastAPI on uvicorn): upload once, select per query.  Every flag also reads the
+    environment variable FOVEATE_<FLAG> (FOVEATE_STORE, FOVEATE_PRESET, FOVEATE_MAX_UPLOAD_MB, FOVEATE_TIMEOUT,
+    ...); flags win.  Only from the environment: FOVEATE_API_KEY (bearer token), FOVEATE_RETRY_AFTER,
+    FOVEATE_TORCH_THREADS."""
+    import uvicorn
+
+    from ..service import ServiceSettings, create_app
+    from ..store import TextureStore
+
+    settings = ServiceSettings.from_env(
+        host=host, port=port, store=store, preset=preset, workers=workers, pool=pool, queue=queue,
+        max_upload_mb=max_upload_mb, max_pixels=max_pixels, cache_mb=cache_mb, store_max_mb=store_max_mb,
+        request_timeout=request_timeout, allow_public=allow_public or None)
+    settings.check_bind()
+    TextureStore(settings.store).close()  # a bad store folder fails here, as one line
+    auth = "bearer token" if settings.api_key else "none"
+    err.print(f"foveate serve: http://{settings.host}:{settings.port} (docs at /docs), store {settings.store}, "
+              f"preset {settings.preset}, {settings.workers} {settings.pool} workers, auth {auth}", highlight=False)
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=log_level,
+                timeout_graceful_shutdown=5, h11_max_incomplete_event_size=MAX_REQUEST_HEAD)
