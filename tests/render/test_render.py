@@ -11,7 +11,7 @@ from safetensors.torch import load_file
 from foveate import encode, select
 from foveate.render import merge_boxes, plan_crops, render_mosaic, render_overlay, vlm_tokens, write_outputs
 
-from .conftest import random_image
+from ..conftest import random_image
 
 
 def test_mosaic_at_full_budget_is_the_image():

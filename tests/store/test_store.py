@@ -21,7 +21,7 @@ import foveate
 from foveate.core.errors import StoreError
 from foveate.store import DB_NAME, TextureStore, encode_into_store, expand_images
 
-from .conftest import random_image
+from ..conftest import random_image
 
 
 def _tex(seed: int, size: int = 48, preset: str = "fast") -> foveate.Texture:
@@ -308,7 +308,7 @@ def test_store_commands(tmp_path):
 
     from PIL import Image
 
-    from .test_cli import run
+    from ..cli.common import run
 
     d = tmp_path / "imgs"
     d.mkdir()

@@ -11,7 +11,7 @@ import pytest
 from foveate import BudgetError, ConfigError, QueryError, SelectConfig, Texture, encode, select
 from foveate.selection import quadtree_select, topk_select
 
-from .conftest import random_image
+from ..conftest import random_image
 
 
 def random_pyramid(shapes, seed):

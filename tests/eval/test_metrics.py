@@ -100,3 +100,34 @@ def test_against_a_pixel_raster():
         for x0, y0, x1, y1 in np.clip(gts, 0, 256):
             g[y0:y1, x0:x1] = True
         assert r.coverage == pytest.approx((g & grid).sum() / g.sum())
+
+
+# -- per-token scales (a token grid that is not a pyramid level, as the uniform baseline's), hand-computed
+
+
+def test_scales_give_the_same_result_as_levels():
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        xy = rng.integers(0, 200, (12, 2))
+        toks = np.concatenate([xy, xy + rng.integers(8, 60, (12, 2))], 1)
+        levels = rng.integers(0, 4, 12)
+        gts = rng.integers(0, 200, (3, 2))
+        gts = np.concatenate([gts, gts + rng.integers(4, 50, (3, 2))], 1)
+        a = query_metrics(toks, levels, gts, (256, 256))
+        b = query_metrics(toks, None, gts, (256, 256), token_scales=2.0 ** levels)
+        assert (a.coverage, a.legible_coverage, a.hit) == (b.coverage, b.legible_coverage, b.hit)
+
+
+def test_fractional_scale_legibility():
+    box = [[10, 10, 60, 30]]  # 20 px tall
+    tok = [[0, 0, 100, 100]]
+    assert query_metrics(tok, None, box, (100, 100), token_scales=[2.5]).legible_coverage == 1.0  # 20/2.5 = 8
+    assert query_metrics(tok, None, box, (100, 100), token_scales=[2.6]).legible_coverage == 0.0  # 7.7 px
+    # text height, not box height, decides: a 3-line box of 10 px lines blurs at scale 1.3 (7.7 px)
+    r = query_metrics(tok, None, [[0, 0, 50, 30]], (100, 100), [10], token_scales=[1.3])
+    assert r.coverage == 1.0 and r.legible_coverage == 0.0 and not r.hit
+    with pytest.raises(ValueError):
+        query_metrics(tok, None, box, (100, 100))
+    with pytest.raises(ValueError):
+        query_metrics(tok, None, box, (100, 100), token_scales=[1, 2])
+

@@ -13,7 +13,7 @@ from foveate import ConfigError, EncodeConfig, Texture, TextureFormatError, enco
 from foveate.core import ops
 from foveate.core.channels import PRESETS, list_groups
 
-from .conftest import random_image
+from ..conftest import random_image
 
 
 @pytest.mark.parametrize("hw,levels", [((1024, 1024), 5), ((480, 640), 5), ((37, 53), 3), ((1, 1), 1),

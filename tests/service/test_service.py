@@ -24,7 +24,7 @@ from foveate.bench.service import sample_images, select_load, upload_all
 from foveate.service.process import ServerProcess
 from foveate.store import TextureStore
 
-from .conftest import random_image
+from ..conftest import random_image
 
 
 def big_image(side: int, seed: int) -> np.ndarray:

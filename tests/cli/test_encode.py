@@ -3,20 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-BIN = Path(sys.executable).parent / "foveate"
-
-
-def run(*args, cwd=None):
-    cmd = [str(BIN), *map(str, args)] if BIN.exists() else [sys.executable, "-m", "foveate.cli", *map(str, args)]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=300,
-                          env={**os.environ, "COLUMNS": "200"})
+from .common import run
 
 
 def test_encode_then_select_several_queries(tmp_path, page_path):
@@ -77,3 +67,22 @@ def test_usage_error_exit_code(tmp_path, args, needle):
     r = run(*args, cwd=tmp_path)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert needle in " ".join(r.stderr.replace("│", " ").split())
+
+
+
+def test_cli_explain_shows_the_matched_ocr_lines(page_texture, tmp_path):
+    page_texture.save(tmp_path / "page.fvt")
+    r = run("select", tmp_path / "page.fvt", "-q", "What is the total due?", "--explain", "-o", tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    assert "query:text" in r.stdout and "match 'Total due'" in r.stdout and "right '$1,234.50'" in r.stdout
+    doc = __import__("json").loads((tmp_path / "o" / "selection.json").read_text())
+    assert doc["evidence"][0]["text"] == "Total due" and doc["evidence"][0]["levels"][0] == 0
+
+
+def test_cli_says_once_that_the_semantic_channels_are_absent(photo_texture, tmp_path):
+    photo_texture.save(tmp_path / "photo.fvt")
+    r = run("select", tmp_path / "photo.fvt", "-q", "the helmet", "-q", "the flag", "-o", tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("semantic channels are absent") == 1
+    assert r.stderr.count("no text was found") == 2  # and the text term says, per query, why it adds nothing
+

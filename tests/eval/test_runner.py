@@ -1,0 +1,85 @@
+"""The runner: each image encoded once, records and their invariants, sampling, per-line budget problems, and the
+run's configuration (selection settings and variants)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from foveate.core.config import SelectConfig
+from foveate.core.errors import ConfigError
+from foveate.eval.runner import EvalConfig, parse_select_value, parse_variant, run_eval
+from foveate.eval.summary import aggregate
+
+from .common import FAST, FIELDS, make_eval_set
+
+
+def test_each_image_is_encoded_once(tmp_path, monkeypatch):
+    import foveate.core.texture
+
+    make_eval_set(tmp_path, bad_lines=False)
+    calls = []
+    real = foveate.core.texture.encode_array
+    monkeypatch.setattr(foveate.core.texture, "encode_array", lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setitem(sys.modules, "foveate.query.text", None)
+    r = run_eval(tmp_path, EvalConfig(budgets=(64, 144, 273), encode=FAST, random_seeds=2,
+                                      variants=(("topk", SelectConfig(mode="topk")),)))
+    assert len(calls) == r.counts["encodes"] == 2
+    assert r.counts["records"] == 3 * len(FIELDS) * 2
+
+
+def test_records_and_invariants(result):
+    cfg = result.config
+    assert cfg.methods == ["foveate", "uniform", "random", "query_blind", "oracle", "full"]
+    for rec in result.records:
+        ms = rec["methods"]
+        assert set(ms) == set(cfg.methods)
+        for name, m in ms.items():
+            assert 0.0 <= m["legible_coverage"] <= m["coverage"] + 1e-12 <= 1.0 + 1e-12
+            if name != "full":
+                assert m["tokens"] <= rec["budget"]
+        assert ms["full"]["coverage"] == 1.0
+        assert ms["foveate"]["coverage"] == 1.0  # the quadtree covers the image
+        # today no query term reads the text, so foveate is query-blind on text queries
+        assert rec["same_as_query_blind"]
+        assert ms["oracle"]["legible_coverage"] >= ms["query_blind"]["legible_coverage"] - 1e-9
+    # more budget never hurts the oracle on average
+    s = aggregate(result.records, cfg.methods)
+    assert s["144"]["all"]["oracle"]["legible_coverage"] >= s["64"]["all"]["oracle"]["legible_coverage"]
+
+
+def test_limit_samples_queries_reproducibly(eval_set, monkeypatch):
+    root, _ = eval_set
+    monkeypatch.setitem(sys.modules, "foveate.query.text", None)
+    a = run_eval(root, EvalConfig(budgets=(64,), encode=FAST, limit=4, seed=5, random_seeds=1, baselines=()))
+    b = run_eval(root, EvalConfig(budgets=(64,), encode=FAST, limit=4, seed=5, random_seeds=1, baselines=()))
+    assert [r["line"] for r in a.records] == [r["line"] for r in b.records]
+    assert len(a.records) <= 4 and a.config.methods == ["foveate"]
+
+
+def test_budget_below_the_coarsest_cover_is_reported_per_line(eval_set, monkeypatch):
+    root, _ = eval_set
+    monkeypatch.setitem(sys.modules, "foveate.query.text", None)
+    r = run_eval(root, EvalConfig(budgets=(3, 64), encode=FAST, random_seeds=1))
+    assert r.counts["problem:budget"] > 0
+    assert {rec["budget"] for rec in r.records} == {64}
+    assert all("budget 3" in p.message for p in r.problems if p.kind == "budget")
+
+
+def test_parse_select_values_and_variants():
+    assert parse_select_value("topk_levels", "4,3,2,1,0") == (4, 3, 2, 1, 0)
+    assert parse_select_value("topk_candidates", "500,none") == (500, None)
+    assert parse_select_value("topk_candidates", "default") is None
+    assert parse_select_value("gist", "false") is False
+    name, cfg = parse_variant("cascade5:mode=topk:topk_levels=4,3,2,1,0:topk_candidates=500,500,500,none",
+                              SelectConfig())
+    assert name == "cascade5" and cfg.mode == "topk" and cfg.topk_levels == (4, 3, 2, 1, 0)
+    for bad in ("x:budget=3", ":mode=topk", "x:mode", "x:gist=maybe", "x:topk_levels=4,2"):
+        with pytest.raises(ConfigError):
+            parse_variant(bad, SelectConfig())
+    with pytest.raises(ConfigError):
+        EvalConfig(baselines=("uniform", "psychic"))
+    with pytest.raises(ConfigError):
+        EvalConfig(variants=(("a", SelectConfig()), ("a", SelectConfig())))
+
