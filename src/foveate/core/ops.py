@@ -6,7 +6,7 @@ every level covers at least one real pixel.  Tiles on the right/bottom border ma
 *coverage* (the fraction of the tile inside the image) weights every mean so that padding never leaks
 into a statistic.
 
-Each function documents its shapes; each is tested against an independent reference in ``tests/test_ops.py``.
+Each function documents its shapes; each is tested against an independent reference in ``tests/core/test_ops.py``.
 """
 
 from __future__ import annotations
