@@ -1,0 +1,382 @@
+"""Synthetic documents with natural questions and their answer boxes: receipts, invoices and letters.
+
+Each kind is a layout program (:func:`receipt`, :func:`invoice`, :func:`letter`) that places text items with a
+role (``issuer``, ``date``, ``total``, ...); labels are optional and vary (same row, below, ``Label: value``, none),
+so that what a ranker learns is the *kind* of answer and where such answers sit, not one label's wording.
+Questions are drawn from several phrasings per role (:data:`QUESTIONS`), most of which quote no label ("How much
+was paid?", "Who issued it?").  :func:`make_dataset` writes a data set in the ``queries.jsonl`` format (answer
+boxes, text heights, answer texts; ``repeated_value`` where the answer is printed twice).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFilter
+
+from . import vocab as V
+
+#: role -> question phrasings ({item}: the item's name)
+QUESTIONS: dict[str, tuple[str, ...]] = {
+    "issuer": ("What is the name of the store?", "Which shop is this receipt from?", "Who issued it?",
+               "What company issued this?", "What is the merchant's name?", "Which business is this from?",
+               "Who is this document from?", "What is the vendor's name?"),
+    "issuer_addr": ("What is the store's address?", "Where is the store located?",
+                    "What is the address of the company that issued it?", "Where is the sender based?",
+                    "What address is printed at the top?"),
+    "phone": ("What is the phone number?", "What phone number is printed on it?", "What number can I call?",
+              "What is the contact telephone number?"),
+    "date": ("What is the date?", "When was it issued?", "What is the date of this purchase?",
+             "On what date was this written?", "When was this bought?", "When is it dated?"),
+    "time": ("What time was this printed?", "At what time was the purchase made?", "What time is shown?"),
+    "total": ("What is the total?", "How much was paid?", "How much was paid in total?", "What is the amount due?",
+              "How much do I owe?", "What is the total amount?", "What does it come to in the end?"),
+    "subtotal": ("What is the subtotal?", "How much before tax?", "What does the subtotal come to?"),
+    "tax": ("How much tax was charged?", "What is the tax amount?", "How much VAT is there?"),
+    "number": ("What is the invoice number?", "What is the reference number?", "What is the document number?"),
+    "due": ("When is payment due?", "What is the due date?", "By when must it be paid?"),
+    "recipient": ("Who is it addressed to?", "Who is the customer?", "Who is the bill for?", "To whom is it written?",
+                  "Who is the recipient?"),
+    "signer": ("Who signed it?", "Who wrote this letter?", "Whose signature is at the bottom?",
+               "Who is the letter from?"),
+    "signer_title": ("What is the position of the person who signed?", "What is the signer's job title?"),
+    "email": ("What is the email address?", "What email can I write to?"),
+    "cashier": ("Who was the cashier?", "Who served the customer?"),
+    "change": ("How much change was given?", "What was the change?"),
+    "subject": ("What is the letter about?", "What is the subject?"),
+    "item_price": ("How much did the {item} cost?", "What was the price of the {item}?",
+                   "What is the amount for {item}?"),
+    "item_qty": ("How many {item} were bought?", "What quantity of {item} was ordered?"),
+}
+
+
+@dataclass
+class Item:
+    """A text item to draw: ``x`` is its left edge, right edge or centre (``anchor`` l, r, c); ``role`` names
+    what it is (``None``: a label or filler), ``role|name`` for an item's price or quantity."""
+
+    text: str
+    x: float
+    y: float
+    size: int
+    font: str | None
+    anchor: str = "l"
+    role: str | None = None
+    box: list = field(default_factory=list)
+
+
+@dataclass
+class Doc:
+    kind: str
+    width: int
+    height: int
+    items: list[Item]
+    rules: list[tuple[float, float, float, float]] = field(default_factory=list)
+
+
+def _pair(r: random.Random, items: list[Item], x: float, y: float, size: int, font: str | None, label: str,
+          value: str, role: str | None, mode: str, x_value: float | None = None, right: float | None = None) -> float:
+    """Place a label and its value: on one line (``colon``), the value right-aligned or at ``x_value`` on the same
+    row (``same``), below the label (``below``), or the value alone (``none``).  Returns the next free y."""
+    if mode == "none":
+        items.append(Item(value, x, y, size, font, role=role))
+        return y + size * 1.5
+    if mode == "colon":
+        items.append(Item(f"{label}: {value}", x, y, size, font, role=role))
+        return y + size * 1.5
+    items.append(Item(label + (":" if r.random() < 0.6 else ""), x, y, size, font))
+    if mode == "below":
+        items.append(Item(value, x, y + size * 1.4, size, font, role=role))
+        return y + size * 2.9
+    if right is not None:
+        items.append(Item(value, right, y, size, font, "r", role))
+    else:
+        items.append(Item(value, x_value, y, size, font, role=role))
+    return y + size * 1.5
+
+
+def receipt(r: random.Random) -> Doc:
+    """A till receipt: store name, address, phone, date/time, items, subtotal/tax/total, payment, footer."""
+    w = r.randint(380, 600)
+    body, bold = V.pick_fonts(r, mono=True)
+    s, cur = r.randint(13, 20), r.choice(["$", "$", "£", "€", "RM ", ""])
+    items: list[Item] = []
+    y, m = r.randint(20, 50), r.randint(18, 40)
+    right, centre = w - m, w / 2
+    name = V.company(r)
+    items.append(Item(name.upper() if r.random() < 0.6 else name, centre, y, int(s * r.uniform(1.3, 2.0)), bold, "c",
+                      "issuer"))
+    y += s * 2.6
+    for line in (V.street(r), V.city(r)):
+        items.append(Item(line, centre, y, s, body, "c", "issuer_addr"))
+        y += s * 1.4
+    if r.random() < 0.8:
+        label = r.choice(["Tel", "TEL", "Phone", "Ph", ""])
+        ph = V.phone(r)
+        items.append(Item(f"{label}: {ph}" if label else ph, centre, y, s, body, "c", "phone"))
+        y += s * 1.4
+    y += s
+    d, t = V.date(r), V.clock(r)
+    if r.random() < 0.5:
+        items += [Item(d, m, y, s, body, role="date"), Item(t, right, y, s, body, "r", "time")]
+        y += s * 1.5
+    else:
+        y = _pair(r, items, m, y, s, body, r.choice(["Date", "DATE"]), d, "date", r.choice(["colon", "same"]),
+                  right=right)
+        y = _pair(r, items, m, y, s, body, r.choice(["Time", "TIME"]), t, "time", r.choice(["colon", "same", "none"]),
+                  right=right)
+    if r.random() < 0.5:
+        y = _pair(r, items, m, y, s, body, r.choice(["Cashier", "Server", "Clerk"]), V.person(r), "cashier",
+                  r.choice(["colon", "same"]), right=right)
+    y += s * 0.8
+    subtotal, qty_column = 0.0, r.random() < 0.6
+    for it in r.sample(V.ITEMS, r.randint(2, 9)):
+        name = f"{r.choice(V.ADJECTIVES)} {it}" if r.random() < 0.4 else it
+        name = name.upper() if r.random() < 0.5 else name
+        q, p = r.randint(1, 4), round(r.uniform(0.5, 40), 2)
+        subtotal += q * p
+        if qty_column:
+            items += [Item(str(q), m, y, s, body, role=f"item_qty|{name}"), Item(name, m + s * 2.2, y, s, body)]
+        else:
+            items.append(Item(name, m, y, s, body))
+        items.append(Item(V.money(q * p, cur), right, y, s, body, "r", f"item_price|{name}"))
+        y += s * 1.45
+    rule_y = y + s * 0.3
+    y += s * 0.9
+    tax = round(subtotal * r.choice([0.05, 0.06, 0.08, 0.1, 0.2]), 2)
+    total = subtotal + tax
+    mode = r.choice(["same", "same", "colon"])
+    y = _pair(r, items, m, y, s, body, r.choice(["Subtotal", "SUBTOTAL", "Sub Total", "Net"]), V.money(subtotal, cur),
+              "subtotal", mode, right=right)
+    y = _pair(r, items, m, y, s, body, r.choice(["Tax", "TAX", "VAT", "GST", "Sales Tax"]), V.money(tax, cur), "tax",
+              mode, right=right)
+    y = _pair(r, items, m, y, int(s * r.choice([1.0, 1.0, 1.3])), bold,
+              r.choice(["TOTAL", "Total", "Amount Due", "Grand Total", "BALANCE DUE", "Net Total"]),
+              V.money(total, cur), "total", mode, right=right)
+    if r.random() < 0.5:
+        paid = math.ceil(total / 10) * 10
+        y = _pair(r, items, m, y, s, body, r.choice(["Cash", "CASH", "Tendered"]), V.money(paid, cur), None, "same",
+                  right=right)
+        y = _pair(r, items, m, y, s, body, r.choice(["Change", "CHANGE"]), V.money(paid - total, cur), "change", "same",
+                  right=right)
+    elif r.random() < 0.6:  # the card line repeats the total
+        y = _pair(r, items, m, y, s, body, f"{r.choice(['VISA', 'Mastercard', 'Card', 'AMEX'])} ****{r.randint(1000, 9999)}",
+                  V.money(total, cur), "total", "same", right=right)
+    y += s
+    for line in r.sample(["Thank you for shopping!", "Please come again", "No refunds without receipt",
+                          "Have a nice day", f"Receipt #{r.randint(1000, 99999)}"], 2):
+        items.append(Item(line, centre, y, s - 2, body, "c"))
+        y += s * 1.4
+    return Doc("receipt", w, int(y + r.randint(20, 60)), items,
+               [(m, rule_y, right, rule_y)] if r.random() < 0.7 else [])
+
+
+def invoice(r: random.Random) -> Doc:
+    """An invoice page: issuer block, title, number/date/due fields, bill-to block, item table, totals, terms."""
+    w, h = 850, 1100
+    body, bold = V.pick_fonts(r)
+    s, cur = r.randint(12, 17), r.choice(["$", "$", "£", "€", ""])
+    items: list[Item] = []
+    m = r.randint(40, 80)
+    right = w - m
+    issuer = V.company(r)
+    head_right = r.random() < 0.3
+    hx, anchor = (right, "r") if head_right else (m, "l")
+    y = r.randint(40, 70)
+    items.append(Item(issuer, hx, y, int(s * r.uniform(1.6, 2.4)), bold, anchor, "issuer"))
+    y += s * 3
+    for line in (V.street(r), V.city(r)):
+        items.append(Item(line, hx, y, s, body, anchor, "issuer_addr"))
+        y += s * 1.4
+    items.append(Item(r.choice(["Phone: ", "Tel ", "T: ", ""]) + V.phone(r), hx, y, s, body, anchor, "phone"))
+    y += s * 1.4
+    if r.random() < 0.5:
+        mail = f"{r.choice(['billing', 'accounts', 'info', 'sales'])}@{issuer.split()[0].lower()}.example"
+        items.append(Item(mail, hx, y, s, body, anchor, "email"))
+        y += s * 1.4
+    items.append(Item(r.choice(["INVOICE", "Invoice", "TAX INVOICE", "BILL"]), m if head_right else right,
+                      r.randint(40, 70), int(s * 2), bold, "l" if head_right else "r"))
+    y += s * 2
+    mode = r.choice(["same", "below", "colon"])
+    fx = w * r.uniform(0.5, 0.6)
+    fy = _pair(r, items, fx, y, s, body, r.choice(["Invoice No", "Invoice #", "Number", "Ref"]),
+               f"{r.choice(['INV', 'N', ''])}{r.randint(1000, 999999)}", "number", mode, x_value=fx + s * 8)
+    fy = _pair(r, items, fx, fy, s, body, r.choice(["Date", "Invoice Date", "Issued"]), V.date(r), "date", mode,
+               x_value=fx + s * 8)
+    if r.random() < 0.7:
+        fy = _pair(r, items, fx, fy, s, body, r.choice(["Due Date", "Due", "Payment Due"]), V.date(r), "due", mode,
+                   x_value=fx + s * 8)
+    items.append(Item(r.choice(["Bill to:", "BILL TO", "Customer:", "Billed To"]), m, y, s, bold))
+    by = y + s * 1.5
+    items.append(Item(V.person(r) if r.random() < 0.5 else V.company(r), m, by, s, body, role="recipient"))
+    by += s * 1.4
+    for line in (V.street(r), V.city(r)):
+        items.append(Item(line, m, by, s, body))
+        by += s * 1.4
+    y = max(fy, by) + s * 2
+    cols = [m, w * 0.55, w * 0.78, right]
+    for text, x, a in zip(["Description", "Qty", "Unit Price", "Amount"], cols, "llrr"):
+        items.append(Item(text, x, y, s, bold, a))
+    y += s * 1.4
+    rules = [(m, y, right, y)]
+    y += s * 0.6
+    subtotal = 0.0
+    for it in r.sample(V.ITEMS, r.randint(2, 8)):
+        name = f"{r.choice(V.ADJECTIVES)} {it}" if r.random() < 0.5 else it
+        q, p = r.randint(1, 20), round(r.uniform(2, 500), 2)
+        subtotal += q * p
+        items += [Item(name, cols[0], y, s, body), Item(str(q), cols[1], y, s, body, role=f"item_qty|{name}"),
+                  Item(V.money(p, cur), cols[2], y, s, body, "r"),
+                  Item(V.money(q * p, cur), cols[3], y, s, body, "r", f"item_price|{name}")]
+        y += s * 1.6
+    rules.append((m, y, right, y))
+    y += s
+    tax = round(subtotal * r.choice([0, 0.05, 0.1, 0.2]), 2)
+    for label, value, role in ((r.choice(["Subtotal", "Sub-total", "Net amount"]), subtotal, "subtotal"),
+                               (r.choice(["Tax", "VAT", "GST"]), tax, "tax"),
+                               (r.choice(["Total", "TOTAL DUE", "Amount Due", "Balance Due", "Total (incl. tax)"]),
+                                subtotal + tax, "total")):
+        f = bold if role == "total" else body
+        items += [Item(label, w * 0.6, y, s, f), Item(V.money(value, cur), right, y, s, f, "r", role)]
+        y += s * 1.7
+    y += s * 2
+    items.append(Item(r.choice(["Payment terms: 30 days", "Please pay by bank transfer", "Thank you for your business"]),
+                      m, y, s - 1, body))
+    if r.random() < 0.5:
+        iban = f"GB{r.randint(10, 99)} {r.randint(1000, 9999)} {r.randint(1000, 9999)} {r.randint(1000, 9999)}"
+        items.append(Item(f"Bank: IBAN {iban}", m, y + s * 1.5, s - 2, body))
+    return Doc("invoice", w, h, items, rules)
+
+
+def letter(r: random.Random) -> Doc:
+    """A business letter: letterhead, date (no label), recipient block, subject, body, closing, signer."""
+    w, h = 850, 1100
+    body, bold = V.pick_fonts(r)
+    s = r.randint(13, 17)
+    items: list[Item] = []
+    m = r.randint(60, 100)
+    right = w - m
+    y = r.randint(40, 80)
+    hx, anchor = (w / 2, "c") if r.random() < 0.5 else (m, "l")
+    items.append(Item(V.company(r), hx, y, int(s * r.uniform(1.5, 2.2)), bold, anchor, "issuer"))
+    y += s * 2.6
+    items.append(Item(f"{V.street(r)}, {V.city(r)}", hx, y, s - 1, body, anchor, "issuer_addr"))
+    y += s * 1.4
+    items.append(Item(V.phone(r), hx, y, s - 1, body, anchor, "phone"))
+    y += s * 3
+    d = V.date(r)
+    items.append(Item(d, right, y, s, body, "r", "date") if r.random() < 0.5 else Item(d, m, y, s, body, role="date"))
+    y += s * 3
+    recipient = V.person(r)
+    for text, role in ((recipient, "recipient"), (V.company(r), None), (V.street(r), None), (V.city(r), None)):
+        items.append(Item(text, m, y, s, body, role=role))
+        y += s * 1.4
+    y += s * 1.1
+    if r.random() < 0.6:
+        subject = r.choice(["Renewal of the service agreement", "Quarterly report", "Change of address",
+                            "Outstanding balance", "Project proposal"])
+        items.append(Item(f"Re: {subject}", m, y, s, bold, role="subject"))
+        y += s * 2.2
+    items.append(Item(f"Dear {recipient.split()[0] if r.random() < 0.5 else 'Sir or Madam'},", m, y, s, body))
+    y += s * 2
+    for _ in range(r.randint(2, 4)):
+        for sentence in r.sample(V.SENTENCES, r.randint(1, 3)):
+            items.append(Item(sentence, m, y, s, body))
+            y += s * 1.45
+        y += s * 0.8
+    y += s
+    items.append(Item(r.choice(["Sincerely,", "Yours faithfully,", "Best regards,", "Kind regards,"]), m, y, s, body))
+    y += s * 4
+    items.append(Item(V.person(r), m, y, s, body, role="signer"))
+    items.append(Item(r.choice(["Director of Operations", "Account Manager", "Chief Financial Officer",
+                                "Office Manager", "Head of Sales"]), m, y + s * 1.4, s, body, role="signer_title"))
+    return Doc("letter", w, h, items)
+
+
+KINDS: dict[str, Callable[[random.Random], Doc]] = {"receipt": receipt, "invoice": invoice, "letter": letter}
+
+
+def render(doc: Doc, r: random.Random) -> np.ndarray:
+    """Draw the document (grey ink on paper, optional blur and sensor noise; a receipt often photographed on a
+    tinted background) and fill every item's pixel box.  Returns (H, W, 3) uint8."""
+    im = Image.new("L", (doc.width, doc.height), 250)
+    draw = ImageDraw.Draw(im)
+    for x0, y0, x1, y1 in doc.rules:
+        draw.line([(x0, y0), (x1, y1)], fill=70, width=2)
+    for it in doc.items:
+        f = V.font(it.font, it.size)
+        width = draw.textlength(it.text, font=f)
+        x = it.x if it.anchor == "l" else (it.x - width if it.anchor == "r" else it.x - width / 2)
+        draw.text((x, it.y), it.text, fill=20, font=f)
+        it.box = [int(v) for v in draw.textbbox((x, it.y), it.text, font=f)]
+    if r.random() < 0.5:
+        im = im.filter(ImageFilter.GaussianBlur(r.uniform(0.3, 0.9)))
+    a = np.asarray(im, np.float32) + np.random.default_rng(r.randint(0, 2**31)).normal(0, r.uniform(0, 8), (doc.height, doc.width))
+    rgb = np.repeat(np.clip(np.rint(a), 0, 255).astype(np.uint8)[..., None], 3, -1)
+    if doc.kind == "receipt" and r.random() < 0.7:
+        pad = r.randint(10, 80)
+        out = np.empty((rgb.shape[0] + 2 * pad, rgb.shape[1] + 2 * pad, 3), np.uint8)
+        out[:] = np.array([r.randint(40, 160) for _ in range(3)], np.uint8)
+        out[pad:pad + rgb.shape[0], pad:pad + rgb.shape[1]] = rgb
+        for it in doc.items:
+            it.box = [v + pad for v in it.box]
+        rgb = out
+    return rgb
+
+
+def questions(doc: Doc, r: random.Random, max_questions: int = 10) -> list[dict]:
+    """Questions about the drawn document, one per answerable role (item questions for some items), each with the
+    answer's boxes, text heights and texts.  Roles spread over several lines (the issuer's address) become one box."""
+    by_role: dict[str, list[Item]] = {}
+    for it in doc.items:
+        if it.role:
+            by_role.setdefault(it.role, []).append(it)
+    out = []
+    for role, its in by_role.items():
+        base, _, item = role.partition("|")
+        if base not in QUESTIONS or (base.startswith("item_") and r.random() < 0.6):
+            continue
+        text = r.choice(QUESTIONS[base]).format(item=item)
+        if base == "issuer_addr":
+            box = [min(i.box[0] for i in its), min(i.box[1] for i in its), max(i.box[2] for i in its),
+                   max(i.box[3] for i in its)]
+            boxes, heights, answers = [box], [its[0].box[3] - its[0].box[1]], [" ".join(i.text for i in its)]
+        else:
+            boxes, heights, answers = [i.box for i in its], [i.box[3] - i.box[1] for i in its], [i.text for i in its]
+        q = {"query": text, "boxes": boxes, "text_heights": heights, "answer_text": answers, "type": "key_value",
+             "key": base}
+        if len(its) > 1 and base == "total":
+            q["repeated_value"] = True
+        out.append(q)
+    r.shuffle(out)
+    return out[:max_questions]
+
+
+def make_dataset(out: str | Path, n: int, kinds: tuple[str, ...] = tuple(KINDS), seed: int = 0) -> Path:
+    """Write ``n`` documents (kinds in turn) as PNG images plus ``queries.jsonl``; a function of ``seed``."""
+    out = Path(out)
+    (out / "images").mkdir(parents=True, exist_ok=True)
+    unknown = set(kinds) - set(KINDS)
+    if unknown:
+        from ..core.errors import ConfigError
+
+        raise ConfigError(f"unknown document kind(s) {sorted(unknown)}; choose from {', '.join(KINDS)}")
+    lines = []
+    for i in range(n):
+        kind = kinds[i % len(kinds)]
+        r = random.Random(f"{seed}:{i}:{kind}")
+        doc = KINDS[kind](r)
+        rgb = render(doc, r)
+        name = f"images/{kind}_{seed}_{i:05d}.png"
+        Image.fromarray(rgb).save(out / name)
+        lines += [json.dumps({"image": name, **q, "kind": kind}) for q in questions(doc, r)]
+    tmp = out / "queries.jsonl.tmp"
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tmp.replace(out / "queries.jsonl")
+    return out
