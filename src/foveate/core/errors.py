@@ -61,3 +61,8 @@ class StoreError(FoveateError):
 class VideoError(FoveateError):
     """A video input that cannot be streamed: no frames, not a video, or a frame of another size when the
     session is set to refuse size changes."""
+
+
+class WeightsError(FoveateError):
+    """A weights file that cannot be used: missing, corrupt, not a foveate weights file, or written by another
+    format version."""

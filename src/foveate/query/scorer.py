@@ -7,9 +7,12 @@ For every tile at every level the scorer reads the tile's mean-mip and max-mip c
     relevance = exp(score)
     need = floor + max(0, v . [mean | max] + u . query_maps)  (how much a tile gains from a finer level)
 
-The quadtree splits the tile with the highest ``relevance * need * (2**level) ** area_exponent``; the top-k
-cascade ranks by ``score``.  Default weights (``DEFAULT_WEIGHTS``, ``DEFAULT_NEED``, query term weights) are
-hand-set and documented below; they are ``nn.Parameter`` s, so a scorer can be trained later and passed in.
+The quadtree splits the tile with the highest ``relevance * need * (2**level) ** area_exponent * exp(prior[level])``;
+the top-k cascade ranks by ``score``.  The hand-set weights (``DEFAULT_WEIGHTS``, ``DEFAULT_NEED``, the query terms'
+own weights, no level prior) are documented below; ``foveate train`` learns all of them from annotated data
+(:mod:`foveate.train`) and writes a weights file (:mod:`foveate.weights`) that builds a scorer for any channel
+layout.  A learned scorer also carries the ``text`` term's answer ranker and the uniform-floor gate
+(:mod:`foveate.selection.floor`).
 """
 
 from __future__ import annotations
@@ -43,6 +46,12 @@ DEFAULT_WEIGHTS: dict[str, tuple[float, float]] = {
 #: weights for caller channels attached under a new name (``user:<name>``)
 USER_CHANNEL_WEIGHT = (1.0, 0.5)
 
+#: Levels a level prior can hold (EncodeConfig.max_levels is at most 10).
+MAX_LEVELS = 10
+#: The learned text term paints a line with value 1 + log(p) / TEXT_SHARPNESS (clipped to [0, 1]), p the
+#: ranker's probability, grown by TEXT_PAD line heights: with query weight a, relevance ~ p ** (a / 10).
+TEXT_SHARPNESS, TEXT_PAD = 10.0, 0.25
+
 #: channel -> weight on the max-mip for the need for detail
 DEFAULT_NEED: dict[str, float] = {
     "edges_dark": 0.5, "edges_light": 0.5, "highpass": 1.0, "lowpass": 0.5, "text": 1.0, "boundaries": 0.3,
@@ -61,12 +70,20 @@ class Scorer(nn.Module):
         query_weights: query term -> weight; defaults to each registered term's weight.
         query_need: query term -> weight in the need for detail; defaults to each term's ``need_weight``.
         bias: constant added to every score.
+        level_prior: per pyramid level, added to the quadtree's log-priority of splitting a tile of that level
+            (``None``: zeros, the hand-set behaviour).
+        text_ranker: the learned answer ranker the ``text`` query term uses (``None``: the hand-set matching).
+        text_sharpness, text_pad: how the ranker's line probabilities are painted (see ``foveate.query.text.term``).
+        floor: the uniform-floor gate's weights by feature name (``None``: no floor).
     """
 
     def __init__(self, channels: Sequence[str], weights: Mapping[str, tuple[float, float]] | None = None,
                  need: Mapping[str, float] | None = None, query_weights: Mapping[str, float] | None = None,
                  bias: float = 0.0, need_floor: float = NEED_FLOOR,
-                 query_need: Mapping[str, float] | None = None) -> None:
+                 query_need: Mapping[str, float] | None = None, need_mean: Mapping[str, float] | None = None,
+                 level_prior: Sequence[float] | None = None, text_ranker: nn.Module | None = None,
+                 text_sharpness: float = TEXT_SHARPNESS, text_pad: float = TEXT_PAD,
+                 floor: Mapping[str, float] | None = None) -> None:
         super().__init__()
         self.channels = tuple(channels)
         weights = DEFAULT_WEIGHTS if weights is None else weights
@@ -78,6 +95,7 @@ class Scorer(nn.Module):
             wm, wx = weights.get(name, USER_CHANNEL_WEIGHT if name.startswith("user:") else (0.0, 0.0))
             w[i], w[c + i] = wm, wx
             v[c + i] = need.get(name, 0.0)
+            v[i] = (need_mean or {}).get(name, 0.0)
         self.weight = nn.Parameter(w)
         self.need_weight = nn.Parameter(v)
         self.bias = nn.Parameter(torch.tensor(float(bias)))
@@ -89,6 +107,18 @@ class Scorer(nn.Module):
         qn.update(query_need or {})
         self.query_need = nn.Parameter(torch.tensor([qn.get(n, 0.0) for n in self.query_names], dtype=torch.float32))
         self.need_floor = float(need_floor)
+        prior = torch.zeros(MAX_LEVELS)
+        if level_prior is not None:
+            vals = torch.as_tensor(list(level_prior), dtype=torch.float32)[:MAX_LEVELS]
+            prior[: len(vals)] = vals
+        self.level_prior = nn.Parameter(prior)
+        self.text_ranker = text_ranker
+        self.text_sharpness, self.text_pad = float(text_sharpness), float(text_pad)
+        self.floor = dict(floor) if floor is not None else None
+
+    def prior(self, num_levels: int) -> np.ndarray:
+        """(num_levels,) float64: the per-level prior added to the quadtree's log-priority."""
+        return self.level_prior.detach().double().cpu().numpy()[:num_levels]
 
     def forward(self, feats: torch.Tensor, qmaps: torch.Tensor | None = None,
                 qnames: Sequence[str] = ()) -> tuple[torch.Tensor, torch.Tensor]:
@@ -169,9 +199,17 @@ class Scorer(nn.Module):
 _DEFAULT_SCORERS: dict[tuple, Scorer] = {}
 
 
-def default_scorer(channels: Sequence[str], device: torch.device) -> Scorer:
-    """The default-weight scorer for a channel layout (cached per layout, query-term set and device)."""
+def handset_scorer(channels: Sequence[str], device: torch.device) -> Scorer:
+    """The hand-set scorer for a channel layout (cached per layout, query-term set and device)."""
     key = (tuple(channels), tuple(QUERY_TERMS), str(device))
     if key not in _DEFAULT_SCORERS:
         _DEFAULT_SCORERS[key] = Scorer(channels).to(device).eval()
     return _DEFAULT_SCORERS[key]
+
+
+def default_scorer(channels: Sequence[str], device: torch.device) -> Scorer:
+    """The scorer ``select`` uses when given none: the package's default weights (``foveate.weights``; the
+    trained ones it ships, else the hand-set ones) for this channel layout."""
+    from ..weights import load_weights
+
+    return load_weights(None).scorer(channels, device)

@@ -10,7 +10,7 @@ them for one (texture, query); the :class:`~foveate.query.scorer.Scorer` weighs 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import cv2
 import numpy as np
@@ -40,6 +40,9 @@ class QueryTerm:
     #: weight of the map in the need for detail: a term that knows its region must be read (OCR found text
     #: there) makes the quadtree refine it even where the pixels look flat (label/value margins, light ink)
     need_weight: float = 0.0
+    #: ``fn`` takes a fourth argument, the :class:`~foveate.query.scorer.Scorer` in use (a term with learned
+    #: parts of its own reads them from it, e.g. the ``text`` term's answer ranker)
+    wants_scorer: bool = False
 
 
 QUERY_TERMS: dict[str, QueryTerm] = {}
@@ -97,12 +100,13 @@ class QueryMaps:
         return torch.from_numpy(flat).to(device=device, dtype=COMPUTE_DTYPE)
 
 
-def query_maps(texture: Texture, query: Query, terms: Sequence[str] | None = None) -> QueryMaps:
-    """Evaluate the registered query terms (or ``terms``) for this texture and query."""
+def query_maps(texture: Texture, query: Query, terms: Sequence[str] | None = None, scorer: Any = None) -> QueryMaps:
+    """Evaluate the registered query terms (or ``terms``) for this texture and query; ``scorer`` is passed to the
+    terms that want it (``QueryTerm.wants_scorer``)."""
     out = QueryMaps()
     for name in terms if terms is not None else list(QUERY_TERMS):
         term = QUERY_TERMS[name]
-        m = term.fn(texture, query, out.notes)
+        m = term.fn(texture, query, out.notes, scorer) if term.wants_scorer else term.fn(texture, query, out.notes)
         if m is not None:
             out.names.append(name)
             out.maps.append(np.asarray(m, np.float32))

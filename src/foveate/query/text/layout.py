@@ -79,6 +79,7 @@ class TextIndex:
     patch: int
     image_size: tuple[int, int]
     recent: OrderedDict = field(default_factory=OrderedDict)  # query text -> LineMatch (for explain)
+    cache: dict = field(default_factory=dict)  # per-page features of the learned ranker, keyed by what they depend on
 
 
 def has_text_group(texture: Texture) -> bool:

@@ -1,6 +1,14 @@
-"""The ``text`` query term (light, per question): the OCR lines matching the query text, painted on the tile grid
-with their score and spread to where a field's value sits (:func:`relevance_map`); notes and evidence for
-``explain``."""
+"""The ``text`` query term (light, per question): where on the page the answer to the query text is, as a map on the
+tile grid; notes and evidence for ``explain``.
+
+Two ways, chosen by the scorer in use:
+
+* **learned** (a scorer with a ``text_ranker``, e.g. the package's default weights): the answer ranker
+  (:mod:`.ranker`) gives every OCR line a probability of holding the answer; each line is painted with
+  ``1 + log(p) / sharpness`` (clipped to [0, 1]), grown by ``pad`` line heights (:func:`answer_map`).
+* **hand-set** (``weights="handset"``): lines matching the query's words or meaning, spread to where a field's
+  value sits relative to them (:func:`relevance_map`), with the constants below.
+"""
 
 from __future__ import annotations
 
@@ -84,8 +92,36 @@ def relevance_map(index: TextIndex, m: LineMatch) -> np.ndarray:
     return paint_boxes(index.grid, index.patch, boxes, values)
 
 
-def text_query_map(texture: Texture, query: Query, notes: list) -> np.ndarray | None:
-    """The ``text`` query term: OCR lines matching the query text, spread to where their values sit."""
+def answer_probabilities(index: TextIndex, text: str, ranker) -> np.ndarray:
+    """The ranker's probability for every line of ``index`` (cached per question and ranker)."""
+    key = ("answer", id(ranker), text)
+    with _RECENT_LOCK:
+        hit = index.recent.get(key)
+    if hit is not None:
+        return hit
+    p = ranker.probabilities(index, text)
+    with _RECENT_LOCK:
+        index.recent[key] = p
+        while len(index.recent) > 16:
+            index.recent.popitem(last=False)
+    return p
+
+
+def answer_map(index: TextIndex, probs: np.ndarray, sharpness: float, pad: float) -> np.ndarray:
+    """Paint each line with ``clip(1 + log(p) / sharpness, 0, 1)``, its box grown by ``pad`` of its height on every
+    side: (gh, gw) float32.  With query weight a, the scorer's relevance of a line's tiles is proportional to
+    ``p ** (a / sharpness)``: a sure answer stands out, an unsure ranker (the answer is on no line) paints little."""
+    if not len(probs):
+        return np.zeros(index.grid, np.float32)
+    values = np.clip(1.0 + np.log(np.maximum(probs, 1e-30)) / sharpness, 0.0, 1.0)
+    keep = values > 0
+    b = index.boxes[keep]
+    g = pad * (b[:, 3] - b[:, 1])[:, None]
+    return paint_boxes(index.grid, index.patch, b + np.concatenate([-g, -g, g, g], 1), values[keep])
+
+
+def text_query_map(texture: Texture, query: Query, notes: list, scorer=None) -> np.ndarray | None:
+    """The ``text`` query term: where the answer to the query text is (see the module docstring)."""
     if query.text is None:
         return None
     index = text_index(texture)
@@ -96,6 +132,10 @@ def text_query_map(texture: Texture, query: Query, notes: list) -> np.ndarray | 
         notes.append(f"no text was found in this image (OCR), so the query text matches nothing; the selection "
                      f"follows {blind}")
         return np.zeros(index.grid, np.float32)
+    ranker = getattr(scorer, "text_ranker", None)
+    if ranker is not None:
+        p = answer_probabilities(index, query.text, ranker)
+        return answer_map(index, p, scorer.text_sharpness, scorer.text_pad)
     m = match_lines(index, query.text)
     out = relevance_map(index, m)
     with _RECENT_LOCK:  # selects may run in several threads (the service)
@@ -110,10 +150,18 @@ def text_query_map(texture: Texture, query: Query, notes: list) -> np.ndarray | 
 
 
 def text_evidence(texture: Texture, query: Query) -> list[dict]:
-    """For ``explain``: the OCR lines that drove the text term for this query, best first."""
+    """For ``explain``: the OCR lines that drove the text term for this query, best first (the learned ranker's
+    five most probable lines when it drove the map, else the hand-set matches and their spread)."""
     index = text_index(texture)
     if index is None or query.text is None:
         return []
+    with _RECENT_LOCK:
+        learned = [v for k, v in index.recent.items() if isinstance(k, tuple) and k[2] == query.text]
+    if learned:
+        p = learned[-1]
+        top = np.argsort(-p, kind="stable")[:5]
+        return [{"term": "text", "relation": "answer", "text": index.lines[j].text, "box": list(index.lines[j].box),
+                 "probability": round(float(p[j]), 4)} for j in top if p[j] > 0]
     m = index.recent.get(query.text)
     if m is None:
         text_query_map(texture, query, [])
@@ -140,4 +188,4 @@ TEXT_NEED = 8.0
 register_query_term(QueryTerm(
     "text", text_query_map, TEXT_WEIGHT,
     "OCR lines matching the query (lexical + MiniLM), spread to where a field's value sits",
-    uses_text=True, evidence=text_evidence, need_weight=TEXT_NEED))
+    uses_text=True, evidence=text_evidence, need_weight=TEXT_NEED, wants_scorer=True))

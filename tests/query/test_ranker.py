@@ -1,0 +1,123 @@
+"""The answer ranker's features (against slow, obvious references) and its two inference paths."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from foveate.query.text.features import (COLUMNS, RELATION_COLUMNS, content_features, layout_features, money_value,
+                                         relation_features, same_row)
+from foveate.query.text.ranker import AnswerRanker
+
+
+def test_content_features_recognise_kinds_of_answer():
+    names = ("money", "date", "time", "phone", "ends_colon", "currency", "numeric_only", "percent", "web")
+    from foveate.query.text.features import CONTENT_COLUMNS
+
+    def flags(text):
+        row = dict(zip(CONTENT_COLUMNS, content_features(text)))
+        return {k for k in names if row[k] > 0.5}
+
+    assert flags("TOTAL $1,234.50") == {"money", "currency"}
+    assert flags("12/03/2019") == {"date", "numeric_only"}
+    assert "date" in flags("March 14, 2026") and "date" in flags("14 Mar 2026")
+    assert flags("15:58:19") == {"time", "numeric_only"}
+    assert "phone" in flags("Tel: (503) 555-0148") and "phone" not in flags("12/03/2019")
+    assert flags("Invoice No:") == {"ends_colon"}
+    assert flags("VAT 20 %") == {"percent"}
+    assert flags("billing@northwind.example") == {"web"}
+
+
+@pytest.mark.parametrize("text,value", [("$1,234.50", 1234.5), ("Total 12,50", 12.5), ("RM 3.00 and 7.25", 7.25),
+                                        ("1.234,56", 1234.56), ("no amount", None), ("12/03/2019", None)])
+def test_money_value(text, value):
+    assert money_value(text) == value
+
+
+def _slow_same_row(boxes):
+    n = len(boxes)
+    out = np.zeros((n, n), bool)
+    for i in range(n):
+        for j in range(n):
+            hi, hj = max(boxes[i][3] - boxes[i][1], 1), max(boxes[j][3] - boxes[j][1], 1)
+            overlap = min(boxes[i][3], boxes[j][3]) - max(boxes[i][1], boxes[j][1])
+            out[i, j] = overlap >= 0.5 * min(hi, hj)
+    return out
+
+
+def _page(seed=0, n=12):
+    rng = np.random.default_rng(seed)
+    x0 = rng.uniform(0, 600, n)
+    y0 = rng.uniform(0, 800, n)
+    h = rng.uniform(8, 30, n)
+    return np.stack([x0, y0, x0 + rng.uniform(20, 200, n), y0 + h], 1)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_same_row_and_nearest_left_against_loops(seed):
+    boxes = _page(seed)
+    np.testing.assert_array_equal(same_row(boxes), _slow_same_row(boxes))
+    lex = np.random.default_rng(seed).uniform(0, 1, len(boxes)).astype(np.float32)
+    cos = np.zeros(len(boxes), np.float32)
+    rel = relation_features(boxes, lex, cos)
+    col = dict((c, i) for i, c in enumerate(RELATION_COLUMNS))
+    row = _slow_same_row(boxes)
+    for i in range(len(boxes)):
+        h = max(boxes[i][3] - boxes[i][1], 1)
+        left = [j for j in range(len(boxes)) if j != i and row[i, j] and boxes[j][2] <= boxes[i][0] + 0.3 * h]
+        want = lex[min(left, key=lambda j: boxes[i][0] - boxes[j][2])] if left else 0.0
+        assert rel[i, col["left_lex"]] == pytest.approx(want)
+        assert rel[i, col["row_lex"]] == pytest.approx(max([lex[j] for j in left], default=0.0))
+    assert rel[:, col["is_best"]].argmax() == int(np.argmax(lex))
+
+
+def test_layout_features_ranks_amounts_and_marks_the_last_one():
+    boxes = np.array([[10, 10, 100, 30], [10, 50, 100, 70], [200, 50, 260, 70], [200, 90, 260, 110]], float)
+    texts = ["STORE", "Subtotal", "9.50", "12.00"]
+    f = layout_features(boxes, texts, (200, 300))
+    from foveate.query.text.features import LAYOUT_COLUMNS
+
+    c = {k: i for i, k in enumerate(LAYOUT_COLUMNS)}
+    assert f[:, c["last_money"]].tolist() == [0, 0, 0, 1]
+    assert f[3, c["money_rank"]] > f[2, c["money_rank"]] > 0 and f[0, c["money_rank"]] == 0
+    assert f[0, c["y_rank"]] == 0 and f[3, c["y_rank"]] == 1
+    assert f[2, c["rightmost"]] == 1 and f[1, c["rightmost"]] == 0
+
+
+def test_numpy_inference_equals_torch_forward():
+    torch.manual_seed(0)
+    kinds = np.random.default_rng(0).normal(size=(10, 384)).astype(np.float32)
+    ranker = AnswerRanker(kind_embeddings=kinds)
+    with torch.no_grad():
+        for p in ranker.parameters():
+            p.normal_(0, 0.3)
+    rows = np.random.default_rng(1).normal(size=(17, len(COLUMNS))).astype(np.float32)
+    ranker.set_standardisation(rows)
+    eq = np.random.default_rng(2).normal(size=384).astype(np.float32)
+    ranker.eval()
+    with torch.no_grad():
+        want = ranker(torch.from_numpy(rows), torch.from_numpy(eq)).numpy()
+    np.testing.assert_allclose(ranker.logits(rows, eq), want, rtol=1e-4, atol=1e-4)
+    # a changed parameter is seen by the NumPy path after load_state_dict
+    state = {k: v.clone() for k, v in ranker.state_dict().items()}
+    state["linear.bias"] += 1.0
+    ranker.load_state_dict(state)
+    got = ranker.logits(rows, eq)
+    np.testing.assert_allclose(got[:-1], want[:-1] + 1.0, rtol=1e-4, atol=1e-4)  # the lines' logits
+    assert got[-1] == pytest.approx(float(want[-1]), abs=1e-4)  # the no-line option does not read the lines' bias
+
+
+def test_probabilities_on_a_real_page(page_texture):
+    from foveate.query.text import text_index
+    from foveate.weights import load_weights
+
+    w = load_weights("default")
+    if w.ranker is None:
+        pytest.skip("the package ships no trained ranker")
+    index = text_index(page_texture)
+    p = w.ranker.probabilities(index, "How much is due in total?")
+    assert p.shape == (len(index.lines),) and 0.0 < float(p.sum()) <= 1.0 + 1e-6 and (p >= 0).all()
+    best = index.lines[int(np.argmax(p))].text
+    assert "1,234.50" in best  # the total due on the bundled invoice
+    np.testing.assert_array_equal(p, w.ranker.probabilities(index, "How much is due in total?"))  # deterministic

@@ -1,0 +1,94 @@
+"""The weights artifact: round trip, typed errors for bad files, and the hand-set weights unchanged."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from foveate import select
+from foveate.core.errors import WeightsError
+from foveate.query.scorer import DEFAULT_WEIGHTS, Scorer
+from foveate.weights import FORMAT_VERSION, Weights, load_weights
+
+
+def _learned_like() -> Weights:
+    """Weights with every part a file holds: a ranker, a level prior and a floor gate (random but fixed)."""
+    from foveate.query.text.ranker import AnswerRanker
+
+    torch.manual_seed(0)
+    ranker = AnswerRanker(kind_embeddings=np.random.default_rng(0).normal(size=(10, 384)).astype(np.float32))
+    ranker.eval()
+    w = Weights.handset()
+    return Weights("test", {**w.channel, "saliency": (0.1, 0.7)}, w.need, {**w.query, "text": 12.0}, w.query_need,
+                   level_prior=(0.0, 0.5, 0.25, -0.5, 0.0), ranker=ranker, floor={"bias": 0.5, "log_scale": -1.0},
+                   meta={"note": "test"})
+
+
+def test_round_trip_gives_the_same_selections(tmp_path, page_texture):
+    w = _learned_like()
+    path = w.save(tmp_path / "w.safetensors")
+    back = Weights.load(path)
+    for k in set(w.channel) | set(back.channel):  # a file lists every channel with a weight or a need
+        assert back.channel.get(k) == pytest.approx(w.channel.get(k, (0.0, 0.0)))
+    assert back.query["text"] == pytest.approx(12.0) and back.level_prior == pytest.approx(w.level_prior)
+    assert back.floor == w.floor and back.meta == {"note": "test"}
+    for q in ("What is the total due?", None, {"points": [(300, 200)]}):
+        a, b = select(page_texture, q, 144, weights=w), select(page_texture, q, 144, weights=back)
+        np.testing.assert_array_equal(a.boxes, b.boxes)
+        assert a.layout == b.layout
+
+
+def test_handset_is_todays_scorer(page_texture):
+    hs = load_weights("handset")
+    assert hs.ranker is None and hs.floor is None and hs.channel["saliency"] == DEFAULT_WEIGHTS["saliency"]
+    explicit = Scorer(page_texture.channels)
+    for q in ("total due", None):
+        a = select(page_texture, q, 100, weights="handset")
+        b = select(page_texture, q, 100, scorer=explicit)
+        np.testing.assert_array_equal(a.boxes, b.boxes)
+
+
+def test_bad_files_are_typed_errors(tmp_path):
+    from safetensors.torch import save_file
+
+    with pytest.raises(WeightsError, match="no weights file"):
+        load_weights(tmp_path / "missing.safetensors")
+    junk = tmp_path / "junk.safetensors"
+    junk.write_bytes(b"\x00" * 100)
+    with pytest.raises(WeightsError, match="not a readable weights file"):
+        load_weights(junk)
+    other = tmp_path / "other.safetensors"
+    save_file({"x": torch.zeros(2)}, str(other))
+    with pytest.raises(WeightsError, match="not foveate weights"):
+        load_weights(other)
+    good = _learned_like().save(tmp_path / "good.safetensors")
+    data = good.read_bytes()
+    n = int.from_bytes(data[:8], "little")
+    head = json.loads(data[8:8 + n])
+    meta = json.loads(head["__metadata__"]["foveate"])
+    meta["format_version"] = FORMAT_VERSION + 1
+    head["__metadata__"]["foveate"] = json.dumps(meta)
+    blob = json.dumps(head).encode()
+    blob += b" " * ((8 - len(blob) % 8) % 8)
+    newer = tmp_path / "newer.safetensors"
+    newer.write_bytes(len(blob).to_bytes(8, "little") + blob + data[8 + n:])
+    with pytest.raises(WeightsError, match="format version"):
+        load_weights(newer)
+    truncated = tmp_path / "truncated.safetensors"
+    truncated.write_bytes(data[: len(data) // 2])
+    with pytest.raises(WeightsError):
+        load_weights(truncated)
+
+
+def test_default_weights_load_and_describe_themselves():
+    w = load_weights(None)
+    assert load_weights("default") is w
+    if w.name == "handset":
+        pytest.skip("the package ships no trained weights")
+    assert w.ranker is not None and w.floor is not None
+    meta = w.meta
+    assert {"seed", "datasets", "split", "objective", "validation_hit", "foveate_version"} <= set(meta)
+    assert meta["split"]["images"]["val"] > 0
