@@ -21,6 +21,7 @@ from .core.io import ImageLike
 from .core.texture import Texture, encode
 from .query.scorer import Scorer
 from .selection import Selection, select
+from .weights import load_weights
 
 
 class FoveatePredictor:
@@ -30,11 +31,14 @@ class FoveatePredictor:
         config: encode configuration (``preset``, ``patch_size``, ...); keyword overrides replace its fields.
         select_config: default selection configuration (budget, mode, ...).
         device: where features and scoring live (``None`` = CUDA if available, else CPU).
-        scorer: a custom (e.g. trained) :class:`Scorer`; default: the documented hand-set weights.
+        scorer: a custom :class:`Scorer` (overrides ``weights``).
+        weights: relevance weights: ``None``/``"default"`` (the trained weights the package ships), ``"handset"``
+            (the documented hand-set constants), or a weights file written by ``foveate train``.
     """
 
     def __init__(self, config: EncodeConfig | None = None, select_config: SelectConfig | None = None,
-                 device: str | torch.device | None = None, scorer: Scorer | None = None, **overrides: Any) -> None:
+                 device: str | torch.device | None = None, scorer: Scorer | None = None, weights: Any = None,
+                 **overrides: Any) -> None:
         config = config or EncodeConfig()
         if overrides:
             try:
@@ -45,6 +49,7 @@ class FoveatePredictor:
         self.select_config = select_config or SelectConfig()
         self.device = resolve_device(device)
         self.scorer = scorer.to(self.device) if scorer is not None else None
+        self.weights = load_weights(weights)  # a bad weights file fails here, before any encode
         self._texture: Texture | None = None
 
     @property
@@ -72,6 +77,7 @@ class FoveatePredictor:
         """Pick tokens for ``query`` from the current image (see :func:`foveate.select`)."""
         kwargs.setdefault("config", self.select_config)
         kwargs.setdefault("scorer", self.scorer)
+        kwargs.setdefault("weights", self.weights)
         return select(self.texture, query, budget, **kwargs)
 
     def reset(self) -> None:

@@ -17,7 +17,8 @@ from .errors import BudgetError, ConfigError
 ENCODER_VERSION = "1"
 
 DEFAULT_BUDGET = 273
-MODES = ("quadtree", "topk")
+MODES = ("quadtree", "topk", "uniform")
+FLOORS = ("auto", "off")
 
 
 @dataclass(frozen=True)
@@ -91,8 +92,9 @@ class SelectConfig:
 
     Attributes:
         budget: tokens to select (a token is one P x P patch at some level).
-        mode: ``quadtree`` (cover the whole image, split where relevance x detail is highest) or ``topk``
-            (the coarse-to-fine cascade).
+        mode: ``quadtree`` (cover the whole image, split where relevance x detail is highest), ``topk``
+            (the coarse-to-fine cascade) or ``uniform`` (the whole image resized to fit the budget, as a standard
+            VLM takes it).
         area_exponent: quadtree split priority = relevance x need x (2**level) ** area_exponent; 0 splits purely
             by relevance x need, 2 weighs the area a split refines (breadth-first).
         min_level: the quadtree never splits below this level (1 = never cut level-0 tokens).
@@ -103,6 +105,9 @@ class SelectConfig:
             stage (level 0) keeps exactly the k tokens left after the gist.
         gist: topk only: also spend tokens on the whole image at the coarsest level.
         cut: cut the P x P pixel patches (the "token cut"); ``False`` returns boxes and scores only.
+        floor: quadtree only: ``"auto"`` lets a learned scorer's gate send the uniform layout (mode ``uniform``:
+            the whole image resized to fit the budget) where it expects the foveated selection to lose to it;
+            ``"off"`` always foveates.
     """
 
     budget: int = DEFAULT_BUDGET
@@ -113,6 +118,7 @@ class SelectConfig:
     topk_candidates: tuple[int | None, ...] | None = None
     gist: bool = True
     cut: bool = True
+    floor: str = "auto"
 
     def __post_init__(self) -> None:
         if isinstance(self.budget, bool) or not isinstance(self.budget, int):
@@ -121,6 +127,8 @@ class SelectConfig:
             raise BudgetError(f"budget must be at least 1 token, got {self.budget}")
         if self.mode not in MODES:
             raise ConfigError(f"unknown selection mode {self.mode!r}; choose one of {', '.join(MODES)}")
+        if self.floor not in FLOORS:
+            raise ConfigError(f"unknown floor {self.floor!r}; choose one of {', '.join(FLOORS)}")
         if not 0 <= self.min_level <= 9:
             raise ConfigError(f"min_level must be in [0, 9], got {self.min_level}")
         levels = tuple(int(v) for v in self.topk_levels)

@@ -19,12 +19,14 @@ def _children(level: int, r: int, c: int, shapes: list[tuple[int, int]]) -> list
 
 
 def quadtree_select(score: list[np.ndarray], need: list[np.ndarray], budget: int, area_exponent: float = 1.0,
-                    min_level: int = 0) -> list[tuple[int, int, int]]:
+                    min_level: int = 0, prior: np.ndarray | None = None) -> list[tuple[int, int, int]]:
     """Greedy quadtree refinement.
 
     Args:
         score, need: per level (gh_l, gw_l) arrays, level 0 first.
         budget: maximum number of leaves.
+        prior: per level, added to the log-priority of splitting a tile of that level (a learned scorer's level
+            prior; ``None``: zeros).
     Returns:
         leaves as ``(level, row, col)``, disjoint and covering the image, ``len <= budget``.  Ties break by
         (level descending, row, col), so the result is deterministic.
@@ -37,10 +39,11 @@ def quadtree_select(score: list[np.ndarray], need: list[np.ndarray], budget: int
             f"budget {budget} is below the {gh * gw} tiles of the coarsest level ({gw}x{gh}); raise the budget, "
             "encode with more levels (max_levels) or use mode 'topk'")
     log2a = math.log(2.0) * area_exponent
-    # log-priority = score + log(need) + level * area_exponent * ln 2, as nested lists for fast scalar access
-    # (level 0 and levels at or below min_level are never split: no priorities needed there)
-    prio = [(score[lvl] + np.log(need[lvl]) + lvl * log2a).tolist() if lvl > min_level else None
-            for lvl in range(len(shapes))]
+    # log-priority = score + log(need) + level * area_exponent * ln 2 + prior[level], as nested lists for fast
+    # scalar access (level 0 and levels at or below min_level are never split: no priorities needed there)
+    prior = np.zeros(len(shapes)) if prior is None else np.asarray(prior, np.float64)
+    prio = [(score[lvl] + np.log(need[lvl]) + (lvl * log2a + float(prior[lvl]))).tolist() if lvl > min_level
+            else None for lvl in range(len(shapes))]
     leaves = {(top, r, c) for r in range(gh) for c in range(gw)}
     used = len(leaves)
     heap = [(-prio[top][r][c], -top, r, c) for (_, r, c) in leaves] if top > min_level else []

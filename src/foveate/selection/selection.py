@@ -29,6 +29,10 @@ class Selection:
         gist: (K,) bool: the token belongs to the top-k mode's gist.
         patches: (K, 3, P, P) uint8 torch tensor of pixels (``None`` when ``cut=False``).
         relevance: (gh, gw) float32: the level-0 score map (for heat maps).
+        scales: (K,) float64: source pixels per token pixel -- ``2**level`` for a pyramid token; for the
+            ``uniform`` layout the resize factor (then ``levels`` holds the nearest pyramid level at or below
+            it, and rows/cols index the uniform grid).
+        layout: ``"pyramid"`` (quadtree, top-k) or ``"uniform"``.
     """
 
     levels: np.ndarray
@@ -52,6 +56,12 @@ class Selection:
     notes: list[str] = field(default_factory=list)
     explain: dict[str, float] | None = None
     evidence: list[dict] = field(default_factory=list)  # with explain: what drove the query terms (OCR lines, ...)
+    scales: np.ndarray | None = None
+    layout: str = "pyramid"
+
+    def __post_init__(self) -> None:
+        if self.scales is None:
+            self.scales = np.exp2(self.levels.astype(np.float64))
 
     def __len__(self) -> int:
         return int(self.levels.shape[0])
@@ -68,9 +78,13 @@ class Selection:
     def level_map(self) -> np.ndarray:
         """(gh, gw) int64: the finest selected level covering each level-0 tile, -1 where nothing is selected.
 
-        Painted per level, not per token: coarse levels first, finer ones overwrite (the minimum level)."""
+        Painted per level, not per token: coarse levels first, finer ones overwrite (the minimum level).  The
+        uniform layout covers every tile at its one level."""
         gh, gw = self.relevance.shape
         out = np.full((gh, gw), -1, np.int64)
+        if self.layout == "uniform":
+            out[:] = int(self.levels.min()) if len(self) else -1
+            return out
         for lvl in np.unique(self.levels)[::-1]:
             f = 1 << int(lvl)
             pick = self.levels == lvl
@@ -90,6 +104,9 @@ class Selection:
             "patch_size": self.patch_size,
             "num_levels": self.num_levels,
             "mode": self.mode,
+            "layout": self.layout,
+            # the uniform layout's resize factor (source px per token px); pyramid tokens: 2 ** level
+            "uniform_scale": round(float(self.scales[0]), 6) if self.layout == "uniform" and len(self) else None,
             "budget": self.budget,
             "num_tokens": len(self),
             "num_tiles_full": self.num_tiles,
@@ -122,6 +139,7 @@ class Selection:
             "grid": torch.from_numpy(self.grid.astype(np.int64)),
             "scores": torch.from_numpy(self.scores.astype(np.float32)),
             "gist": torch.from_numpy(self.gist.astype(np.uint8)),
+            "scales": torch.from_numpy(self.scales.astype(np.float32)),
         }
         if self.patches is not None:
             out["patches"] = self.patches.contiguous()

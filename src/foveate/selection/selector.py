@@ -16,6 +16,7 @@ No pixel work happens here except the final cut of P x P patches from the pixel 
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +31,9 @@ from ..query.scorer import Scorer, default_scorer
 from ..query.terms import QUERY_TERMS, query_maps
 from .quadtree import quadtree_select
 from .selection import Selection
+from .floor import prefer_uniform
 from .topk import topk_select, topk_split
+from .uniform import cut_uniform, uniform_grid
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -52,10 +55,10 @@ class Scores:
 
 
 def score_texture(texture: Texture, query: Query, scorer: Scorer | None = None) -> Scores:
-    """Evaluate the scorer on every tile of every level for ``query``."""
+    """Evaluate the scorer (default: the package's default weights) on every tile of every level for ``query``."""
     feats, offsets = texture.flat_features()
     scorer = scorer or default_scorer(texture.channels, feats.device)
-    qm = query_maps(texture, query)
+    qm = query_maps(texture, query, scorer=scorer)
     flat_q = qm.flat(texture, feats.device)
     score, need, bound = scorer.evaluate(feats, flat_q, qm.names)
     shapes = texture.level_shapes
@@ -116,8 +119,8 @@ def resolve_select_config(config: SelectConfig | None, budget: int | None, mode:
 
 
 def select(texture: Texture, query: Any = None, budget: int | None = None, *, mode: str | None = None,
-           config: SelectConfig | None = None, scorer: Scorer | None = None, explain: bool = False,
-           **overrides: Any) -> Selection:
+           config: SelectConfig | None = None, scorer: Scorer | None = None, weights: Any = None,
+           explain: bool = False, **overrides: Any) -> Selection:
     """Pick tokens for one query from an encoded texture.
 
     Args:
@@ -125,10 +128,14 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
         query: a string, a dict (``text``, ``points``, ``point_labels``, ``boxes``), a :class:`Query` or None.
         budget: tokens (default 273).  Above what the image can use, the result is the full-resolution cover
             (quadtree) or every level-0 tile (topk) -- never more than the budget.
-        mode: ``"quadtree"`` or ``"topk"``; other ``SelectConfig`` fields as keyword overrides.
-        scorer: a trained :class:`Scorer` (default: the documented hand-set weights).
+        mode: ``"quadtree"``, ``"topk"`` or ``"uniform"``; other ``SelectConfig`` fields as keyword overrides.
+        weights: relevance weights: ``None``/``"default"`` (the package's trained weights), ``"handset"``, a
+            weights file from ``foveate train`` or a :class:`foveate.weights.Weights`.
+        scorer: an explicit :class:`Scorer` (overrides ``weights``).
         explain: record which channels and query terms drove the chosen tiles (``Selection.explain``).
     """
+    from ..weights import resolve_scorer
+
     cfg = resolve_select_config(config, budget, mode, overrides)
     q = Query.coerce(query)
     q.validate(texture.image_size)
@@ -137,15 +144,25 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
         notes.append(f"query text truncated from {len(q.text)} to {MAX_QUERY_CHARS} characters")
         q = dataclasses.replace(q, text=q.text[:MAX_QUERY_CHARS])
     t0 = time.perf_counter()
+    scorer = resolve_scorer(weights, scorer, texture.channels, texture.device)
     sc = score_texture(texture, q, scorer)
     notes.extend(sc.notes)
     t1 = time.perf_counter()
     shapes = texture.level_shapes
     n_levels = len(shapes)
+    layout = "uniform" if cfg.mode == "uniform" else "pyramid"
     if cfg.mode == "quadtree":
-        tiles = quadtree_select(sc.score, sc.need, cfg.budget, cfg.area_exponent, cfg.min_level)
+        tiles = quadtree_select(sc.score, sc.need, cfg.budget, cfg.area_exponent, cfg.min_level,
+                                prior=scorer.prior(n_levels))
         gist = np.zeros(len(tiles), bool)
-    else:
+        if cfg.floor == "auto":
+            take, margin = prefer_uniform(texture, q, scorer, cfg.budget)
+            if take:
+                layout = "uniform"
+                notes.append(f"uniform floor: at {cfg.budget} tokens the learned gate expects the whole image "
+                             f"resized to fit the budget to beat a foveated selection here (margin {margin:.2f}); "
+                             "floor='off' always foveates")
+    elif cfg.mode == "topk":
         stage_levels = tuple(sorted({min(lvl, n_levels - 1) for lvl in cfg.topk_levels}, reverse=True))
         cands = cfg.topk_candidates
         if cands is not None and len(stage_levels) != len(cfg.topk_levels):
@@ -157,36 +174,76 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
         tiles = gist_tiles + topk_select(sc.score, k, stage_levels, cands, rank=sc.bound)
         gist = np.array([True] * len(gist_tiles) + [False] * k, bool)
     t2 = time.perf_counter()
-    arr = np.array(tiles, dtype=np.int64).reshape(-1, 3)
-    levels, rows, cols = arr[:, 0], arr[:, 1], arr[:, 2]
-    scores = np.array([sc.score[lvl][r, c] for lvl, r, c in tiles], np.float32)
-    boxes, centers, grid = tile_geometry(levels, rows, cols, texture.image_size, texture.patch_size, shapes[0])
-    patches = cut_tokens(texture, levels, rows, cols) if cfg.cut else None
+    if layout == "uniform":
+        parts = _uniform_parts(texture, sc, cfg)
+    else:
+        parts = _pyramid_parts(texture, sc, cfg, tiles, gist)
     t3 = time.perf_counter()
-    if len(tiles) < cfg.budget:
+    if layout == "pyramid" and len(parts["levels"]) < cfg.budget:
         full = shapes[0][0] * shapes[0][1]
         if cfg.mode == "topk" and k >= full:
             notes.append(f"budget {cfg.budget} exceeds the image's {full} level-0 tiles: all of them are selected")
         elif cfg.mode == "quadtree" and all(lvl <= cfg.min_level for lvl, _, _ in tiles):
-            notes.append(f"budget {cfg.budget} exceeds what the image can use: full resolution in {len(tiles)} tokens")
+            notes.append(f"budget {cfg.budget} exceeds what the image can use: full resolution in "
+                         f"{len(tiles)} tokens")
     explained = None
     if explain:
-        flat_rows = torch.tensor([sc.offsets[lvl] + r * shapes[lvl][1] + c for lvl, r, c in tiles],
-                                 device=sc.flat_feats.device)
-        s = scorer or default_scorer(texture.channels, sc.flat_feats.device)
+        flat_rows = torch.tensor([sc.offsets[lvl] + r * shapes[lvl][1] + c
+                                  for lvl, r, c in zip(parts["levels"].tolist(), parts["rows"].tolist(),
+                                                       parts["cols"].tolist())] if layout == "pyramid" else [],
+                                 dtype=torch.int64, device=sc.flat_feats.device)
         with torch.inference_mode():
-            explained = s.explain(sc.flat_feats, sc.flat_q, sc.qnames, flat_rows)
+            explained = scorer.explain(sc.flat_feats, sc.flat_q, sc.qnames, flat_rows) if len(flat_rows) else {}
     sel = Selection(
-        levels=levels, rows=rows, cols=cols, scores=scores, boxes=boxes, centers=centers, grid=grid, gist=gist,
-        patches=patches, relevance=sc.score[0].astype(np.float32), image_size=texture.image_size,
+        **parts, relevance=sc.score[0].astype(np.float32), image_size=texture.image_size,
         patch_size=texture.patch_size, num_levels=n_levels, budget=cfg.budget, mode=cfg.mode, query=q,
-        texture_id=texture.id, notes=notes, explain=explained,
+        texture_id=texture.id, notes=notes, explain=explained, layout=layout,
         timings_ms={"score": (t1 - t0) * 1000, "select": (t2 - t1) * 1000, "cut": (t3 - t2) * 1000,
                     "total": (t3 - t0) * 1000},
     )
     if explain:
         sel.evidence = _evidence(texture, q, sc.qnames, sel)
     return sel
+
+
+def _pyramid_parts(texture: Texture, sc: Scores, cfg: SelectConfig, tiles: list, gist: np.ndarray) -> dict:
+    """The Selection arrays of pyramid tiles ``(level, row, col)``."""
+    arr = np.array(tiles, dtype=np.int64).reshape(-1, 3)
+    levels, rows, cols = arr[:, 0], arr[:, 1], arr[:, 2]
+    scores = np.array([sc.score[lvl][r, c] for lvl, r, c in tiles], np.float32)
+    boxes, centers, grid = tile_geometry(levels, rows, cols, texture.image_size, texture.patch_size,
+                                         texture.level_shapes[0])
+    patches = cut_tokens(texture, levels, rows, cols) if cfg.cut else None
+    return dict(levels=levels, rows=rows, cols=cols, scores=scores, boxes=boxes, centers=centers, grid=grid,
+                gist=gist, patches=patches)
+
+
+def _uniform_parts(texture: Texture, sc: Scores, cfg: SelectConfig) -> dict:
+    """The Selection arrays of the uniform layout: the image resized by s to fit the budget, cut in P x P tiles.
+
+    ``levels`` holds the finest pyramid level whose scale is at most s (the tiles' scores and level map read it);
+    ``scales`` holds s itself."""
+    h, w = texture.image_size
+    p = texture.patch_size
+    fboxes, s, (ny, nx) = uniform_grid(texture.image_size, p, cfg.budget)
+    boxes = np.rint(fboxes).astype(np.int64)
+    k = len(boxes)
+    rows, cols = np.divmod(np.arange(k, dtype=np.int64), nx)
+    lvl = int(min(math.floor(math.log2(s) + 1e-9), len(texture.level_shapes) - 1))
+    gh, gw = texture.level_shapes[0]
+    grid = np.stack([boxes[:, 1] // p, boxes[:, 0] // p, np.minimum(-(-boxes[:, 3] // p), gh),
+                     np.minimum(-(-boxes[:, 2] // p), gw)], -1).astype(np.int64)
+    f = 1 << lvl
+    score_l = sc.score[lvl]
+    cy = np.minimum(((boxes[:, 1] + boxes[:, 3]) // 2) // (p * f), score_l.shape[0] - 1)
+    cx = np.minimum(((boxes[:, 0] + boxes[:, 2]) // 2) // (p * f), score_l.shape[1] - 1)
+    centers = np.stack([(boxes[:, 0] + boxes[:, 2]) / 2.0 / w, (boxes[:, 1] + boxes[:, 3]) / 2.0 / h], -1)
+    patches = None
+    if cfg.cut:
+        patches = torch.from_numpy(cut_uniform(texture.image, s, p, (ny, nx))).permute(0, 3, 1, 2)
+    return dict(levels=np.full(k, lvl, np.int64), rows=rows, cols=cols, scores=score_l[cy, cx].astype(np.float32),
+                boxes=boxes, centers=centers.astype(np.float32), grid=grid, gist=np.zeros(k, bool), patches=patches,
+                scales=np.full(k, s, np.float64))
 
 
 def _evidence(texture: Texture, query: Query, qnames: list[str], sel: Selection) -> list[dict]:

@@ -26,7 +26,8 @@ from ..core.errors import ConfigError, VideoError
 from ..core.io import ImageLike, load_image
 from ..core.texture import Texture
 from ..query.query import Query
-from ..query.scorer import Scorer, default_scorer
+from ..query.scorer import Scorer
+from ..weights import load_weights
 from ..selection import Selection, resolve_select_config
 from ..selection import select as select_tokens
 from .config import VideoConfig
@@ -64,6 +65,21 @@ class _StableScorer(nn.Module):
     def explain(self, feats, qmaps, qnames, rows):
         return self.base.explain(feats, qmaps, qnames, rows)
 
+    def prior(self, num_levels):
+        return self.base.prior(num_levels)
+
+    @property
+    def text_ranker(self):
+        return getattr(self.base, "text_ranker", None)
+
+    @property
+    def text_sharpness(self):
+        return self.base.text_sharpness
+
+    @property
+    def text_pad(self):
+        return self.base.text_pad
+
 
 def _kept_tiles(shapes: list[tuple[int, int]], last: _StreamMemory, mode: str) -> tuple[list, list]:
     """Per level bool maps: the tiles whose choice last frame earns the stability bonus, and those whose top-k
@@ -99,14 +115,15 @@ class VideoPredictor:
         video: :class:`VideoConfig` defaults for new sessions.
         select_config: default selection configuration.
         device: where the feature tensors and scoring live (``None``: CUDA if available, else CPU).
-        scorer: a custom (e.g. trained) scorer.
+        scorer: a custom scorer (overrides ``weights``).
+        weights: relevance weights (``None``: the package's default; ``"handset"``; a file from ``foveate train``).
         **overrides: fields of :class:`EncodeConfig` (``preset``, ``patch_size``, ...) or :class:`VideoConfig`
             (``memory``, ``change_threshold``, ...).
     """
 
     def __init__(self, config: EncodeConfig | None = None, video: VideoConfig | None = None,
                  select_config: SelectConfig | None = None, device: str | torch.device | None = None,
-                 scorer: Scorer | None = None, **overrides: Any) -> None:
+                 scorer: Scorer | None = None, weights: Any = None, **overrides: Any) -> None:
         enc_fields = {f.name for f in dataclasses.fields(EncodeConfig)}
         vid_fields = {f.name for f in dataclasses.fields(VideoConfig)}
         unknown = set(overrides) - enc_fields - vid_fields
@@ -123,6 +140,7 @@ class VideoPredictor:
         self.select_config = select_config or SelectConfig()
         self.device = resolve_device(device)
         self.scorer = scorer.to(self.device) if scorer is not None else None
+        self.weights = load_weights(weights)  # a bad weights file fails here, not at the first frame
 
     def init_state(self, **video_overrides: Any) -> VideoState:
         """A new, empty session; ``video_overrides`` replace fields of this predictor's :class:`VideoConfig`."""
@@ -306,9 +324,13 @@ class VideoPredictor:
         state._require_frame()
         cfg = resolve_select_config(kwargs.pop("config", None) or self.select_config, budget, kwargs.pop("mode", None),
                                     {k: kwargs.pop(k) for k in list(kwargs) if k in _SELECT_FIELDS})
+        if cfg.mode == "uniform":
+            raise ConfigError("video selects a pyramid layout (quadtree or topk): the uniform layout keeps no "
+                              "tiles to carry from frame to frame")
+        cfg = dataclasses.replace(cfg, floor="off")  # the stream memory follows pyramid tiles from frame to frame
         install_stream(state, stream)
         tex = state.texture
-        scorer = kwargs.pop("scorer", None) or self.scorer or default_scorer(tex.channels, tex.device)
+        scorer = kwargs.pop("scorer", None) or self.scorer or self.weights.scorer(tex.channels, tex.device)
         last = state._streams.get(stream)
         kept0 = None
         if state.config.stability > 0 and last is not None and last.frame < state.index and last.mode == cfg.mode:

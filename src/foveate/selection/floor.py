@@ -1,0 +1,77 @@
+"""The uniform floor: never worse than downsampling.
+
+A foveated selection wins when it knows where to look (a question whose answer the ranker has found, a prompt) and
+the print is too small for a uniform resize at this budget; it can lose to the uniform layout (:mod:`.uniform`)
+when it does not (a photo asked about an object class, no text-aware signal).  For each (texture, query,
+budget) the gate reads a few features of the situation (:func:`floor_features`) and a learned linear rule decides
+(:func:`prefer_uniform`): ``w . f < 0`` -> send the uniform layout instead.  The weights are fitted by
+``foveate train`` on the training split (:mod:`foveate.train.floor`): per query and budget, did the foveated
+selection make the answer legible where the uniform layout did not, or the other way round.
+
+Scorers without a gate (the hand-set weights) never take the floor; ``SelectConfig(floor="off")`` turns it off.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .uniform import uniform_scale
+
+if TYPE_CHECKING:
+    from ..core.texture import Texture
+    from ..query.query import Query
+    from ..query.scorer import Scorer
+
+#: The gate's inputs, in order (a weights file names them; a missing weight counts as 0).
+FLOOR_FEATURES = (
+    "bias",              # 1
+    "log_scale",         # log2 of the uniform layout's downscale at this budget
+    "print_legible",     # log2(median OCR line height / (8 px * that downscale)), clipped to [-4, 4]; 0 without text
+    "has_lines",         # OCR found text
+    "text_signal",       # the query text reached the learned text term (a question on a page with text)
+    "top_prob",          # the ranker's probability of its best line (0 without a text signal)
+    "prompt",            # the query has points or boxes
+    "no_query",          # the query is empty
+    "log_budget_share",  # log2(budget / level-0 tiles)
+    "text_share",        # share of level-0 tiles holding text
+)
+
+
+def floor_features(texture: Texture, query: Query, scorer: Scorer, budget: int) -> dict[str, float]:
+    """The gate's inputs (:data:`FLOOR_FEATURES`) for one (texture, query, budget)."""
+    from ..query.text.layout import text_index
+    from ..query.text.term import answer_probabilities
+
+    gh, gw = texture.level_shapes[0]
+    s = uniform_scale(texture.image_size, texture.patch_size, budget)
+    index = text_index(texture)
+    lines = index is not None and len(index.lines) > 0
+    ranker = getattr(scorer, "text_ranker", None)
+    signal = lines and query.text is not None and ranker is not None
+    legible = 0.0
+    if lines:
+        h_med = float(np.median(index.boxes[:, 3] - index.boxes[:, 1]))
+        legible = float(np.clip(math.log2(max(h_med, 1.0) / (8.0 * s)), -4.0, 4.0))
+    top = float(answer_probabilities(index, query.text, ranker).max()) if signal else 0.0
+    share = float((texture.channel("text") > 0).mean()) if "text" in texture.channels else 0.0
+    return {"bias": 1.0, "log_scale": math.log2(s), "print_legible": legible, "has_lines": float(lines),
+            "text_signal": float(signal), "top_prob": top, "prompt": float(query.has_prompt),
+            "no_query": float(query.is_empty), "log_budget_share": math.log2(budget / (gh * gw)),
+            "text_share": share}
+
+
+def floor_margin(weights: dict[str, float], features: dict[str, float]) -> float:
+    """``w . f``: positive -> the foveated selection is expected to win, negative -> the uniform layout."""
+    return float(sum(weights.get(k, 0.0) * v for k, v in features.items()))
+
+
+def prefer_uniform(texture: Texture, query: Query, scorer: Scorer, budget: int) -> tuple[bool, float]:
+    """``(take the uniform layout?, the gate's margin)``; ``(False, inf)`` for a scorer without a gate."""
+    gate = getattr(scorer, "floor", None)
+    if not gate:
+        return False, math.inf
+    margin = floor_margin(gate, floor_features(texture, query, scorer, budget))
+    return margin < 0.0, margin
