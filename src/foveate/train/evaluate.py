@@ -1,0 +1,85 @@
+"""Hit rates of weights on a split, next to the uniform layout, in one pass (the figures ``foveate train`` reports),
+and the per-(question, budget) records the floor gate is fitted on."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Callable
+
+import numpy as np
+
+from ..core.errors import BudgetError
+from ..eval.metrics import query_metrics
+from ..query.query import Query
+from ..selection import select
+from ..selection.floor import floor_features
+from ..selection.uniform import uniform_grid
+from .data import Page, Sample
+
+
+def hit(boxes: np.ndarray, scales: np.ndarray, s: Sample, image_size: tuple[int, int]) -> tuple[bool, float]:
+    """(hit, legible coverage) of tokens (boxes, scales) for one question (any box for a repeated answer)."""
+    m = query_metrics(boxes, None, s.boxes, image_size, s.heights, token_scales=scales, any_box=s.any_box)
+    return m.hit, m.legible_coverage
+
+
+def records(pages: list[Page], weights: dict[str, object], budgets: tuple[int, ...], floor: str = "auto",
+            gate_features: bool = False, prompts: bool = True,
+            progress: Callable[[int, int], None] | None = None) -> list[dict]:
+    """One record per (question, budget): the hit and legible coverage of each named weights' selection (quadtree,
+    ``floor`` as given) and of the uniform layout; with ``gate_features``, the floor gate's inputs for the first
+    weights.  Budgets below a texture's coarsest cover are skipped (as ``foveate eval`` does); ``prompts=False``
+    leaves out the questions asked with a point prompt."""
+    out = []
+    for i, page in enumerate(pages):
+        tex = page.texture
+        size = tex.image_size
+        for budget in budgets:
+            try:
+                ub, us, _ = uniform_grid(size, tex.patch_size, budget)
+            except BudgetError:
+                continue
+            uscales = np.full(len(ub), us)
+            for s in page.samples:
+                if s.points and not prompts:
+                    continue
+                rec = {"set": page.set, "image": page.image, "budget": budget, "text": s.text,
+                       "prompt": bool(s.points), "methods": {}}
+                try:
+                    for name, w in weights.items():
+                        sel = select(tex, s.query, budget, weights=w, cut=False, floor=floor)
+                        rec["methods"][name] = hit(sel.boxes, sel.scales, s, size) + (sel.layout,)
+                except BudgetError:
+                    break
+                rec["methods"]["uniform"] = hit(ub, uscales, s, size) + ("uniform",)
+                if gate_features:
+                    from ..weights import load_weights
+
+                    w0 = load_weights(next(iter(weights.values())))
+                    rec["features"] = floor_features(tex, Query.coerce(s.query), w0.scorer(tex.channels), budget)
+                out.append(rec)
+        if progress:
+            progress(i + 1, len(pages))
+    return out
+
+
+def hit_table(recs: list[dict]) -> dict:
+    """``{set: {budget: {method: hit %}}}`` plus ``"all"`` (every set together) and ``n`` per (set, budget)."""
+    acc: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for r in recs:
+        for key in (r["set"], "all"):
+            for m, v in r["methods"].items():
+                acc[key][r["budget"]][m].append(v[0])
+    return {k: {b: {m: round(100.0 * float(np.mean(v)), 1) for m, v in ms.items()} | {"n": len(next(iter(ms.values())))}
+                for b, ms in sorted(bs.items())} for k, bs in acc.items()}
+
+
+def format_table(table: dict, methods: list[str], title: str) -> str:
+    """A markdown table: set, budget, n, then one column per method."""
+    lines = [f"**{title}**", "", "| set | budget | n | " + " | ".join(methods) + " |",
+             "|---|---:|---:|" + "---:|" * len(methods)]
+    for key in sorted(table, key=lambda k: (k == "all", k)):
+        for b, row in table[key].items():
+            lines.append(f"| {key} | {b} | {row['n']} | " + " | ".join(f"{row.get(m, float('nan')):.1f}" for m in methods)
+                         + " |")
+    return "\n".join(lines)

@@ -1,0 +1,139 @@
+"""Fit the answer ranker (:class:`foveate.query.text.ranker.AnswerRanker`) on (question, page) pairs.
+
+The target of a question is the set of OCR lines that hold its answer: lines with at least half their area inside
+an answer box, or that hold at least half of one.  The loss is listwise: cross-entropy between the softmax over the
+page's lines and the uniform distribution over those lines (every line of a multi-line or multi-box answer must be
+found, since every box must be legible); a question whose answer no OCR line holds (a class name asked of a photo
+with some print in it, handwriting the OCR did not read) teaches the no-line option.  Adam, a fixed number of epochs chosen on a held-out part of
+the training split (early stopping), deterministic for a seed.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..query.text.layout import text_index
+from ..query.text.ranker import AnswerRanker
+from .data import Page
+
+
+@dataclass
+class Group:
+    """One question's training rows: (N, F) features, its embedding (384,), and which lines hold the answer."""
+
+    rows: np.ndarray
+    query_embedding: np.ndarray
+    positive: np.ndarray
+    set: str
+
+
+def answer_lines(line_boxes: np.ndarray, gt_boxes: np.ndarray, share: float = 0.5) -> np.ndarray:
+    """(N,) bool: lines with >= ``share`` of their area inside a ground-truth box, or holding >= ``share`` of one."""
+    if not len(line_boxes):
+        return np.zeros(0, bool)
+    lb, gb = line_boxes[:, None, :], np.asarray(gt_boxes, np.float64)[None, :, :]
+    iw = np.clip(np.minimum(lb[..., 2], gb[..., 2]) - np.maximum(lb[..., 0], gb[..., 0]), 0, None)
+    ih = np.clip(np.minimum(lb[..., 3], gb[..., 3]) - np.maximum(lb[..., 1], gb[..., 1]), 0, None)
+    inter = iw * ih
+    la = np.maximum((lb[..., 2] - lb[..., 0]) * (lb[..., 3] - lb[..., 1]), 1e-9)
+    ga = np.maximum((gb[..., 2] - gb[..., 0]) * (gb[..., 3] - gb[..., 1]), 1e-9)
+    return ((inter / la >= share) | (inter / ga >= share)).any(1)
+
+
+def build_groups(pages: list[Page], ranker: AnswerRanker) -> list[Group]:
+    """Feature rows of every text question asked of a page with OCR lines; ``positive`` has one more entry, the
+    no-line option (true when no line holds the answer)."""
+    groups = []
+    for page in pages:
+        index = text_index(page.texture)
+        if index is None or not index.lines:
+            continue
+        for s in page.samples:
+            if s.text is None:
+                continue
+            pos = answer_lines(index.boxes, s.boxes)
+            pos = np.append(pos, not pos.any())  # the last candidate: no line holds the answer
+            rows, eq = ranker.features(index, s.text)
+            groups.append(Group(rows, eq, pos, page.set))
+    return groups
+
+
+def _loss(ranker: AnswerRanker, g: Group, tensors: dict) -> torch.Tensor:
+    rows, eq, pos = tensors[id(g)]
+    logp = torch.log_softmax(ranker(rows, eq), 0)
+    return -logp[pos].mean()
+
+
+def _tensors(groups: list[Group]) -> dict:
+    return {id(g): (torch.from_numpy(g.rows), torch.from_numpy(g.query_embedding.astype(np.float32)),
+                    torch.from_numpy(g.positive)) for g in groups}
+
+
+def top_k_accuracy(ranker: AnswerRanker, groups: list[Group], k: int = 1) -> float:
+    """Share of the questions answered on a line whose ``k`` most probable lines include an answer line."""
+    groups = [g for g in groups if g.positive[:-1].any()]
+    if not groups:
+        return float("nan")
+    hits = 0
+    for g in groups:
+        s = ranker.logits(g.rows, g.query_embedding)[:-1]
+        hits += bool(g.positive[:-1][np.argsort(-s, kind="stable")[:k]].any())
+    return hits / len(groups)
+
+
+def fit_ranker(pages: list[Page], seed: int = 0, max_epochs: int = 12, lr: float = 3e-3, weight_decay: float = 1e-4,
+               hidden: int = 32, intent_dim: int = 8, log=print) -> tuple[AnswerRanker, dict]:
+    """Train a ranker on ``pages`` (the training split).  A tenth of the pages (by a seeded draw) is held out to
+    choose the epoch; the returned ranker is the best epoch's.  Returns (ranker, report)."""
+    torch.manual_seed(seed)
+    ranker = AnswerRanker(hidden=hidden, intent_dim=intent_dim)
+    rng = random.Random(seed)
+    order = sorted(range(len(pages)), key=lambda i: (pages[i].set, pages[i].image))
+    rng.shuffle(order)
+    n_hold = max(1, len(order) // 10)
+    hold = [pages[i] for i in order[:n_hold]]
+    fit = [pages[i] for i in order[n_hold:]]
+    train_groups, hold_groups = build_groups(fit, ranker), build_groups(hold, ranker)
+    if not any(g.positive[:-1].any() for g in train_groups):
+        raise ValueError("no training question has an answer on an OCR line: nothing to train the ranker on")
+    ranker.set_standardisation(np.concatenate([g.rows for g in train_groups]))
+    tensors = _tensors(train_groups + hold_groups)
+    # balance the sets: each set's questions weigh as much in total as any other set's
+    per_set: dict[str, int] = {}
+    for g in train_groups:
+        per_set[g.set] = per_set.get(g.set, 0) + 1
+    weight = {k: len(train_groups) / (len(per_set) * v) for k, v in per_set.items()}
+    opt = torch.optim.Adam(ranker.parameters(), lr=lr, weight_decay=weight_decay)
+    best, best_epoch, best_state, history = float("inf"), 0, None, []
+    for epoch in range(max_epochs):
+        ranker.train()
+        idx = list(range(len(train_groups)))
+        rng.shuffle(idx)
+        total = 0.0
+        for i in idx:
+            g = train_groups[i]
+            loss = _loss(ranker, g, tensors) * weight[g.set]
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += float(loss.detach())
+        ranker.eval()
+        with torch.no_grad():
+            held = float(np.mean([float(_loss(ranker, g, tensors)) for g in hold_groups])) if hold_groups else total
+        history.append({"epoch": epoch + 1, "train_loss": round(total / len(train_groups), 4),
+                        "held_out_loss": round(held, 4)})
+        log(f"  ranker epoch {epoch + 1}: train loss {total / len(train_groups):.3f}, held-out loss {held:.3f}")
+        if held < best - 1e-4:
+            best, best_epoch, best_state = held, epoch, {k: v.clone() for k, v in ranker.state_dict().items()}
+        elif epoch - best_epoch >= 2:  # two epochs without progress on the held-out pages
+            break
+    ranker.load_state_dict(best_state)
+    ranker.eval()
+    report = {"epochs": best_epoch + 1, "questions": len(train_groups), "held_out_questions": len(hold_groups), "history": history,
+              "held_out_top1": round(top_k_accuracy(ranker, hold_groups, 1), 4),
+              "held_out_top3": round(top_k_accuracy(ranker, hold_groups, 3), 4)}
+    return ranker, report

@@ -1,0 +1,238 @@
+"""``foveate train``: learn relevance from annotated data, validate it honestly, write a weights file.
+
+1. **data** -- every source encoded once (cached), split by image into train / validation / test (seeded).
+2. **ranker** -- the text term's answer ranker, fitted on the training split (:mod:`.ranker`).
+3. **scorer** -- channel weights, query-term weights and the per-level prior, by Poisson regression on the oracle's
+   per-tile split priority (:mod:`.tiles`).  The query maps it sees on a training page come from a ranker fitted
+   on the *other* half of the training pages (cross-fitting), so the text term's weight is fitted on maps as
+   sharp as on unseen pages, not on the ranker's memory of its own training pages.
+4. **floor** -- the uniform-floor gate, on the training split's (question, budget) pairs (:mod:`.floor`).
+5. **report** -- validation hit at every budget for the hand-set weights, the learned ones and the uniform
+   layout, from the same textures in the same run; the test split is evaluated once, at the end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from ..core.config import EncodeConfig
+from ..eval.data import SPLIT_SHARES
+from ..query.terms import QUERY_TERMS
+from ..weights import Weights
+from .data import Page, by_split, load_pages, resolve_sources
+from .evaluate import format_table, hit_table, records
+from .floor import fit_gate, gate_accuracy, gate_data
+from .ranker import build_groups, fit_ranker, top_k_accuracy
+from .tiles import fit_poisson, scorer_fields, tile_rows
+
+OBJECTIVE = ("ranker: listwise cross-entropy over a page's OCR lines (uniform target over the answer lines); "
+             "scorer: Poisson regression of the oracle's per-tile split priority (area of not-yet-legible answer "
+             "boxes) on [mean | max] channels, query maps (cross-fitted ranker) and a per-level prior; floor: "
+             "weighted logistic regression of 'foveated beats uniform' on (question, budget) pairs")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One training run.
+
+    Attributes:
+        sources: data set folders (``queries.jsonl`` format) and/or ``synth:N``.
+        output: the weights file to write.
+        cache: where encoded textures and generated synthetic sets are kept between runs.
+        seed: the split, the ranker's initialisation and order, the samples -- the whole run is a function of it.
+        preset: the encode preset of the training textures (the scorer's channels).
+        budgets: where hit is reported (and the floor gate is fitted).
+        epochs: most ranker epochs (early stopping on a tenth of the training pages).
+        prompts: share of questions also asked with a point prompt on the answer (trains the prompt term).
+        evaluate_test: evaluate the test split at the end (once).
+    """
+
+    sources: tuple[str, ...]
+    output: Path
+    cache: Path = Path("out/train-cache")
+    seed: int = 0
+    preset: str = "default"
+    budgets: tuple[int, ...] = (64, 144, 273, 576)
+    epochs: int = 12
+    prompts: float = 0.1
+    evaluate_test: bool = True
+
+
+@dataclass
+class TrainResult:
+    weights: Weights
+    report: dict
+    markdown: str = ""
+    path: Path | None = None
+    timings_s: dict[str, float] = field(default_factory=dict)
+
+
+def _sets_digest(folders: list[Path]) -> dict[str, str]:
+    out = {}
+    for f in folders:
+        h = hashlib.sha256((f / "queries.jsonl").read_bytes()).hexdigest()[:16]
+        out[f.resolve().name] = h
+    return out
+
+
+def _cross_fit_scorers(train_pages: list[Page], final: Weights, cfg: TrainConfig, log) -> dict[int, object]:
+    """For each training page, a scorer whose ranker was fitted on the other half of the training pages."""
+    rng = random.Random(cfg.seed + 1)
+    idx = list(range(len(train_pages)))
+    rng.shuffle(idx)
+    halves = [sorted(idx[: len(idx) // 2]), sorted(idx[len(idx) // 2:])]
+    scorers: dict[int, object] = {}
+    for k, half in enumerate(halves):
+        other = [train_pages[i] for i in halves[1 - k]]
+        log(f"cross-fitting: ranker on {len(other)} pages for the maps of {len(half)} others")
+        ranker, _ = fit_ranker(other, seed=cfg.seed + 10 + k, max_epochs=cfg.epochs, log=lambda *_: None)
+        w = dataclasses.replace(final, ranker=ranker, _scorers={})
+        for i in half:
+            scorers[i] = w.scorer(train_pages[i].texture.channels)
+    return scorers
+
+
+#: text-term weights and sharpnesses tried by :func:`calibrate_text_term`
+TEXT_WEIGHTS = (7.0, 14.0, 28.0, 40.0)
+TEXT_SHARPNESS = (1.5, 2.5, 4.0, 10.0)
+
+
+def calibrate_text_term(weights: Weights, pages: list[Page], cfg: TrainConfig, log) -> tuple[Weights, dict]:
+    """The Poisson fit scores tiles by expected blurry answer area, which is not the hit it is judged by: its text
+    weight (how far the ranker's best line outranks the rest of the page) comes out low, and the sharpness of the
+    painted map (how improbable a line may be and still be painted above the background) is not fitted at all.
+    Choose both by grid search on a sample of the training pages (the same number of pages from every set): the
+    mean over sets of the mean hit over the budgets, the uniform floor off."""
+    rng = random.Random(cfg.seed + 2)
+    per_set: dict[str, list[Page]] = {}
+    for p in sorted(pages, key=lambda p: (p.set, p.image)):
+        per_set.setdefault(p.set, []).append(p)
+    sample = []
+    for ps in per_set.values():
+        rng.shuffle(ps)
+        sample += ps[:30]
+    named = {f"text={a:g},sharpness={k:g}": dataclasses.replace(weights, query={**weights.query, "text": a},
+                                                                  text_sharpness=k, _scorers={})
+             for a in TEXT_WEIGHTS for k in TEXT_SHARPNESS}
+    table = hit_table(records(sample, named, cfg.budgets, floor="off", prompts=False))
+    sets = [k for k in table if k != "all"]
+    tried = {n: round(float(np.mean([np.mean([row[n] for row in table[s].values()]) for s in sets])), 2)
+             for n in named}
+    best = max(named, key=lambda n: (tried[n], n))
+    log(f"text term by mean training hit (sets x budgets): best {best} ({tried[best]} %)")
+    return named[best], {"tried": tried, "chosen": best, "pages": len(sample)}
+
+
+def train(cfg: TrainConfig, log: Callable[[str], None] = print,
+          progress: Callable[[str, int, int], None] | None = None) -> TrainResult:
+    """Run the whole pipeline (see the module docstring) and write ``cfg.output``."""
+    torch.manual_seed(cfg.seed)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny models: intra-op threads only add overhead (and contention on a busy machine)
+    try:
+        return _train(cfg, log, progress)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(cfg: TrainConfig, log, progress) -> TrainResult:
+    from .. import __version__
+
+    t = {"start": time.perf_counter()}
+    timings: dict[str, float] = {}
+    cfg.cache.mkdir(parents=True, exist_ok=True)
+    folders = resolve_sources(list(cfg.sources), cfg.cache, cfg.seed)
+    pages, counts = load_pages(folders, cfg.cache, EncodeConfig(preset=cfg.preset), cfg.seed, progress, cfg.prompts)
+    timings["data"] = time.perf_counter() - t["start"]
+    train_p, val_p, test_p = by_split(pages, "train"), by_split(pages, "val"), by_split(pages, "test")
+    log(f"{len(pages)} images ({len(train_p)} train / {len(val_p)} validation / {len(test_p)} test), "
+        f"{int(counts.get('questions', 0))} questions; {int(counts.get('cached', 0))} textures from the cache, "
+        f"{counts.get('encode_s', 0.0):.0f} s encoding")
+    if not train_p or not val_p:
+        from ..core.errors import DatasetError
+
+        raise DatasetError("the split left no training or no validation image: give more images")
+
+    t0 = time.perf_counter()
+    log("ranker: fitting on the training split")
+    ranker, ranker_report = fit_ranker(train_p, seed=cfg.seed, max_epochs=cfg.epochs, log=log)
+    timings["ranker"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    handset = Weights.handset()
+    base = dataclasses.replace(handset, name=cfg.output.stem, ranker=ranker, _scorers={})
+    scorers = _cross_fit_scorers(train_p, base, cfg, log)
+    terms = list(QUERY_TERMS)
+    log("scorer: per-tile Poisson regression on the oracle's split priority")
+    data = tile_rows(train_p, scorers, terms, seed=cfg.seed)
+    theta = fit_poisson(data)
+    fields = scorer_fields(theta, data.columns)
+    for j, name in enumerate(terms):  # a term that never fired in training keeps its hand-set weight
+        if not np.any(data.x[:, data.columns.index(f"query:{name}")]):
+            fields["query"][name] = handset.query[name]
+            fields["query_need"][name] = handset.query_need[name]
+    learned = Weights(cfg.output.stem, ranker=ranker, **fields)
+    fitted_text = learned.query.get("text", 0.0)
+    learned, calibration = calibrate_text_term(learned, train_p, cfg, log)
+    timings["scorer"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    log("floor: the uniform-floor gate on the training split's (question, budget) pairs")
+    recs = records(train_p, {"learned": learned}, cfg.budgets, floor="off", gate_features=True)
+    gx, gy, gw = gate_data(recs, "learned")
+    learned.floor = fit_gate(gx, gy, gw)
+    learned._scorers.clear()
+    gate_train_acc = gate_accuracy(learned.floor, gx, gy, gw)
+    timings["floor"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    log("validation: hand-set vs learned vs uniform, same textures")
+    compare = {"handset": handset, "learned": learned}
+    val_recs = records(val_p, compare, cfg.budgets, prompts=False)
+    val_table = hit_table(val_recs)
+    val_groups = build_groups(val_p, ranker)
+    report = {
+        "datasets": {f.resolve().name: {"queries_sha256": d} for f, d in zip(folders, _sets_digest(folders).values())},
+        "counts": {k: (round(v, 1) if isinstance(v, float) else v) for k, v in counts.items()},
+        "split": {"rule": "sha256(seed:set:image) -> train < %.1f <= val < %.1f <= test" % (
+            SPLIT_SHARES[0], SPLIT_SHARES[0] + SPLIT_SHARES[1]), "seed": cfg.seed,
+            "images": {"train": len(train_p), "val": len(val_p), "test": len(test_p)}},
+        "objective": OBJECTIVE, "ranker": ranker_report,
+        "scorer": {"poisson_rows": int(len(data.y)), "fitted_text_weight": round(fitted_text, 3),
+                   "text_term_search": calibration},
+        "ranker_validation": {"top1": round(top_k_accuracy(ranker, val_groups, 1), 4),
+                              "top3": round(top_k_accuracy(ranker, val_groups, 3), 4), "questions": len(val_groups)},
+        "floor": {"train_pairs": int(len(gx)), "train_accuracy": round(gate_train_acc, 4)},
+        "budgets": list(cfg.budgets), "validation_hit": val_table,
+    }
+    timings["validation"] = time.perf_counter() - t0
+    md = [format_table(val_table, ["handset", "learned", "uniform"], "Validation hit % (quadtree)")]
+    if cfg.evaluate_test and test_p:
+        t0 = time.perf_counter()
+        log("test: evaluated once, at the end")
+        test_table = hit_table(records(test_p, compare, cfg.budgets, prompts=False))
+        report["test_hit"] = test_table
+        md.append(format_table(test_table, ["handset", "learned", "uniform"], "Test hit % (quadtree)"))
+        timings["test"] = time.perf_counter() - t0
+    timings["total"] = time.perf_counter() - t["start"]
+    report["timings_s"] = {k: round(v, 1) for k, v in timings.items()}
+    learned.meta = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "foveate_version": __version__,
+                    "seed": cfg.seed, "preset": cfg.preset, "sources": list(cfg.sources),
+                    "datasets": list(report["datasets"]), **report}
+    path = learned.save(cfg.output)
+    return TrainResult(learned, report, "\n\n".join(md), path, timings)
+
+
+def summary_json(result: TrainResult) -> str:
+    return json.dumps(result.report, indent=1, default=lambda o: None if isinstance(o, float) and math.isnan(o) else o)
