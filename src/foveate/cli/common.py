@@ -27,6 +27,8 @@ PatchOpt = typer.Option(16, "--patch-size", help="Tile / token side P in pixels.
 LevelsOpt = typer.Option(5, "--max-levels", help="Pyramid levels (0..N-1); fewer for small images.")
 MaxPixOpt = typer.Option(DEFAULT_MAX_PIXELS, "--max-pixels", help="Refuse images with more pixels than this.")
 DeviceOpt = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N.")
+WeightsOpt = typer.Option("default", "--weights", help="Relevance weights: default (the trained weights foveate "
+                                                        "ships), handset, or a file written by foveate train.")
 SemanticOpt = typer.Option(None, "--semantic-model",
                            help="Local CLIP checkpoint directory (or an id already in the model cache) for the "
                                 "semantic channels; adds the semantic group to any preset.  Without it, "

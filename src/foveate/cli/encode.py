@@ -12,8 +12,8 @@ from rich.table import Table
 
 from ..core.config import DEFAULT_BUDGET, EncodeConfig, SelectConfig
 from ..core.errors import FoveateError
-from .common import (DeviceOpt, LevelsOpt, MaxPixOpt, PatchOpt, PresetOpt, SemanticOpt, _encode_config, _prompt_query,
-                     _resolve_input, _say_absent_once, _slug, _texture_for, app, err, out)
+from .common import (DeviceOpt, LevelsOpt, MaxPixOpt, PatchOpt, PresetOpt, SemanticOpt, WeightsOpt, _encode_config,
+                     _prompt_query, _resolve_input, _say_absent_once, _slug, _texture_for, app, err, out)
 
 
 @app.command()
@@ -28,10 +28,15 @@ def encode(
                                                             "(0 = one per CPU core)."),
     preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
     max_pixels: int = MaxPixOpt, device: str = DeviceOpt, semantic_model: Optional[str] = SemanticOpt,
+    weights: str = WeightsOpt,
 ) -> None:
     """Encode image(s) once into texture file(s) (.fvt), or into a texture store (--store), that
-    `foveate select` and `foveate serve` answer queries from."""
+    `foveate select` and `foveate serve` answer queries from.  Textures do not depend on the relevance weights
+    (they are read at select time); --weights only checks that the file the later selects will use loads."""
     from ..core.texture import encode as encode_image
+    from ..weights import load_weights
+
+    load_weights(weights)
 
     config = _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model)
     if store is not None:
@@ -80,8 +85,11 @@ def select(
     neg_point: list[str] = typer.Option([], "--neg-point", help="Negative point prompt 'x,y'; repeatable."),
     box: list[str] = typer.Option([], "--box", help="Box prompt 'x0,y0,x1,y1' (pixels); repeatable."),
     budget: int = typer.Option(DEFAULT_BUDGET, "--budget", "-b", help="Tokens to select."),
-    mode: str = typer.Option("quadtree", "--mode", "-m", help="quadtree or topk."),
+    mode: str = typer.Option("quadtree", "--mode", "-m", help="quadtree, topk or uniform (the whole image resized)."),
     gist: bool = typer.Option(True, "--gist/--no-gist", help="topk: add the whole image at the coarsest level."),
+    floor: str = typer.Option("auto", "--floor", help="quadtree: auto (the learned gate may send the uniform "
+                                                      "layout where foveating would lose to it) or off."),
+    weights: str = WeightsOpt,
     output: Path = typer.Option(Path("out"), "--output", "-o", help="Output folder."),
     max_crops: int = typer.Option(4, "--max-crops", help="Merge the fine tokens into at most this many crops."),
     vlm_patch: int = typer.Option(14, "--vlm-patch", help="Patch size of the VLM for crop token estimates."),
@@ -95,7 +103,10 @@ def select(
     from ..render import write_outputs
     from ..selection import select as select_tokens
 
-    cfg = SelectConfig(budget=budget, mode=mode, gist=gist)  # validate before the heavy encode
+    from ..weights import load_weights
+
+    cfg = SelectConfig(budget=budget, mode=mode, gist=gist, floor=floor)  # validate before the heavy encode
+    relevance = load_weights(weights)
     if max_crops < 1 or vlm_patch < 1:
         raise FoveateError("--max-crops and --vlm-patch must be at least 1")
     queries = [_prompt_query(t, point, neg_point, box) for t in (list(query) or [None])]
@@ -108,7 +119,7 @@ def select(
     table = Table("query", "tokens", "levels", "ms", "crops (VLM tokens)", "written to", box=None)
     docs = []
     for i, q in enumerate(queries, 1):
-        sel = select_tokens(tex, q, config=cfg, explain=explain)
+        sel = select_tokens(tex, q, config=cfg, explain=explain, weights=relevance)
         dest = output if len(queries) == 1 else output / _slug(q.text, i)
         written = write_outputs(tex, sel, dest, max_crops=max_crops, vlm_patch=vlm_patch)
         doc = json.loads(written["selection"].read_text())
@@ -128,10 +139,9 @@ def select(
                 for ev in sel.evidence[:8]:
                     lv = ev.get("levels")
                     where = f" -> tokens at level {lv[0]}" + (f"-{lv[1]}" if lv and lv[1] != lv[0] else "") if lv else ""
-                    sig = ", ".join(f"{k} {ev[k]:.2f}" for k in ("lexical", "semantic") if k in ev)
+                    sig = ", ".join(f"{k} {ev[k]:.2f}" for k in ("lexical", "semantic", "probability") if k in ev)
                     out.print(f"  {ev.get('term', '?')}: {ev.get('relation', '')} {ev.get('text', '')!r} "
-                              f"{ev.get('box')} value {ev.get('value', 0):.2f} ({sig}){where}", highlight=False,
-                              markup=False)
+                              f"{ev.get('box')} ({sig}){where}", highlight=False, markup=False)
     if json_out:
         out.print_json(json.dumps(docs[0] if len(docs) == 1 else docs))
     else:

@@ -10,14 +10,22 @@ import typer
 
 from ..core.config import DEFAULT_BUDGET, SelectConfig
 from ..core.errors import FoveateError
-from .common import DeviceOpt, LevelsOpt, MaxPixOpt, PatchOpt, PresetOpt, _encode_config, _numbers, app, err, out
+from .common import (DeviceOpt, LevelsOpt, MaxPixOpt, PatchOpt, PresetOpt, WeightsOpt, _encode_config, _numbers, app,
+                     err, out)
 
 
 @app.command("eval")
 def eval_command(
     data_dir: Path = typer.Argument(..., help="A folder with queries.jsonl (image, query, boxes per line) and images."),
     budget: list[str] = typer.Option(["273"], "--budget", "-b", help="Budget(s): 273, or 64,144,273,576 for a curve."),
-    mode: str = typer.Option("quadtree", "--mode", "-m", help="quadtree or topk."),
+    mode: str = typer.Option("quadtree", "--mode", "-m", help="quadtree, topk or uniform."),
+    floor: str = typer.Option("auto", "--floor", help="quadtree: auto (the learned uniform floor) or off."),
+    weights: str = WeightsOpt,
+    compare_weights: list[str] = typer.Option([], "--compare-weights", help="Another foveate row with these weights "
+                                              "(handset, default or a file), from the same textures; repeatable."),
+    split: Optional[str] = typer.Option(None, "--split", help="Evaluate one split of the images only: train, val or "
+                                        "test (the split foveate train used with --split-seed)."),
+    split_seed: int = typer.Option(0, "--split-seed", help="The seed of --split (foveate train's --seed)."),
     area_exponent: float = typer.Option(1.0, "--area-exponent", help="quadtree: weight of the area a split refines."),
     min_level: int = typer.Option(0, "--min-level", help="quadtree: never split below this level."),
     topk_levels: str = typer.Option("4,2,0", "--topk-levels", help="topk: cascade stage levels, e.g. 4,3,2,1,0."),
@@ -58,14 +66,19 @@ def eval_command(
 
     sel = SelectConfig(mode=parse_select_value("mode", mode), area_exponent=area_exponent, min_level=min_level,
                        topk_levels=parse_select_value("topk_levels", topk_levels),
-                       topk_candidates=parse_select_value("topk_candidates", topk_candidates), gist=gist)
+                       topk_candidates=parse_select_value("topk_candidates", topk_candidates), gist=gist, floor=floor)
+    from ..weights import load_weights
+
+    for w in [weights, *compare_weights]:
+        load_weights(w)  # fail now, not after the encodes
     config = EvalConfig(
         budgets=_numbers(budget, "--budget", kind=int), encode=_encode_config(preset, patch_size, max_levels, max_pixels),
         select=sel, variants=tuple(parse_variant(v, sel) for v in variant),
         baselines=BASELINES if baselines == "all" else tuple(b.strip() for b in baselines.split(",")
                                                               if b.strip() and baselines != "none"), min_px=min_px,
         hit_threshold=hit_threshold, random_seeds=random_seeds, seed=seed, limit=limit, ocr=ocr,
-        ocr_budgets=_numbers(ocr_budget, "--ocr-budget", kind=int) if ocr_budget else None, device=device)
+        ocr_budgets=_numbers(ocr_budget, "--ocr-budget", kind=int) if ocr_budget else None, device=device,
+        weights=weights, compare_weights=tuple(compare_weights), split=split, split_seed=split_seed)
     if threads is not None:
         import torch
 

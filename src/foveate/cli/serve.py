@@ -37,6 +37,9 @@ def serve(
                                                                             "504 (default 60)."),
     allow_public: bool = typer.Option(False, "--allow-public", help="Listen on a non-loopback address without "
                                                                     "FOVEATE_API_KEY (a proxy authenticates)."),
+    weights: Optional[str] = typer.Option(None, "--weights", help="Relevance weights of every select: default "
+                                                                  "(the trained ones foveate ships), handset, or a "
+                                                                  "file from foveate train."),
     log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
 ) -> None:
     """Serve the HTTP API (FastAPI on uvicorn): upload once, select per query.  Every flag also reads the
@@ -51,11 +54,14 @@ def serve(
     settings = ServiceSettings.from_env(
         host=host, port=port, store=store, preset=preset, workers=workers, pool=pool, queue=queue,
         max_upload_mb=max_upload_mb, max_pixels=max_pixels, cache_mb=cache_mb, store_max_mb=store_max_mb,
-        request_timeout=request_timeout, allow_public=allow_public or None)
+        request_timeout=request_timeout, allow_public=allow_public or None, weights=weights)
     settings.check_bind()
+    from ..weights import load_weights
+
+    load_weights(settings.weights)  # a bad weights file fails here, as one line
     TextureStore(settings.store).close()  # a bad store folder fails here, as one line
     auth = "bearer token" if settings.api_key else "none"
     err.print(f"foveate serve: http://{settings.host}:{settings.port} (docs at /docs), store {settings.store}, "
-              f"preset {settings.preset}, {settings.workers} {settings.pool} workers, auth {auth}", highlight=False)
+              f"preset {settings.preset}, weights {settings.weights}, {settings.workers} {settings.pool} workers, auth {auth}", highlight=False)
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=log_level,
                 timeout_graceful_shutdown=5, h11_max_incomplete_event_size=MAX_REQUEST_HEAD)

@@ -10,7 +10,8 @@ from rich.table import Table
 
 from ..core.config import DEFAULT_BUDGET, SelectConfig
 from ..core.errors import FoveateError
-from .common import DeviceOpt, LevelsOpt, MaxPixOpt, PatchOpt, _encode_config, _prompt_query, app, err, out
+from .common import (DeviceOpt, LevelsOpt, MaxPixOpt, PatchOpt, WeightsOpt, _encode_config, _prompt_query, app, err,
+                     out)
 
 
 @app.command()
@@ -44,6 +45,7 @@ def video(
     fps: Optional[float] = typer.Option(None, "--fps", help="Overlay frame rate (default: the video's, else 24)."),
     preset: str = typer.Option("fast", "--preset", "-p", help="Channel preset: fast, default or full."),
     patch_size: int = PatchOpt, max_levels: int = LevelsOpt, max_pixels: int = MaxPixOpt, device: str = DeviceOpt,
+    weights: str = WeightsOpt,
 ) -> None:
     """Stream a video through a bounded temporal memory: re-encode only what changed, select tokens per frame.
     Writes selections.jsonl, stats.jsonl and overlay.mp4."""
@@ -59,7 +61,8 @@ def video(
     vcfg = VideoConfig(change_threshold=threshold, reencode_budget=reencode_budget, memory=memory,
                        keyframe_interval=keyframe_interval,
                        stability=stability, incremental=not full)
-    predictor = VideoPredictor(_encode_config(preset, patch_size, max_levels, max_pixels), vcfg, cfg, device=device)
+    predictor = VideoPredictor(_encode_config(preset, patch_size, max_levels, max_pixels), vcfg, cfg, device=device,
+                               weights=weights)
 
     def show(message, category, filename, lineno, file=None, line=None):
         err.print(f"warning: {message}", highlight=False, markup=False)

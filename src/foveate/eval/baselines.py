@@ -6,14 +6,13 @@ over any budget) is the reference the metric itself allows.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
-from ..core.errors import BudgetError
 from ..selection import Selection, tile_geometry, topk_split
+from ..selection.uniform import uniform_grid, uniform_scale  # noqa: F401  (uniform_scale: re-exported)
 
 #: every comparison row, in table order (``foveate:<variant>`` rows follow ``foveate``)
 BASELINES = ("uniform", "random", "query_blind", "oracle", "full")
@@ -48,35 +47,13 @@ class Tokens:
 
     @classmethod
     def from_selection(cls, sel: Selection) -> Tokens:
-        return cls(sel.boxes.astype(np.float64), np.exp2(sel.levels.astype(np.float64)))
-
-
-def uniform_scale(image_size: tuple[int, int], patch: int, budget: int) -> float:
-    """The smallest downscale s >= 1 at which the image, resized to (H/s, W/s), fits in ``budget`` tiles of
-    ``patch`` px: ``ceil(W / (s P)) * ceil(H / (s P)) <= budget``.  The tile count only changes where W/(sP)
-    or H/(sP) is a whole number, so the answer is one of those breakpoints (or 1)."""
-    h, w = image_size
-    if budget < 1:
-        raise BudgetError(f"budget must be at least 1 token, got {budget}")
-
-    def count(s: float) -> int:
-        return math.ceil(w / (s * patch) - 1e-9) * math.ceil(h / (s * patch) - 1e-9)
-
-    cands = {1.0} | {side / (k * patch) for side in (w, h) for k in range(1, math.ceil(side / patch) + 1)}
-    return min(s for s in cands if s >= 1.0 and count(s) <= budget)
+        return cls(sel.boxes.astype(np.float64), np.asarray(sel.scales, np.float64))
 
 
 def uniform_tokens(image_size: tuple[int, int], patch: int, budget: int) -> Tokens:
-    """The uniform baseline's grid: tiles of ``s * patch`` source px (s from :func:`uniform_scale`)."""
-    h, w = image_size
-    s = uniform_scale(image_size, patch, budget)
-    side = s * patch
-    nx, ny = math.ceil(w / side - 1e-9), math.ceil(h / side - 1e-9)
-    xs = np.minimum(np.arange(nx + 1) * side, w)
-    ys = np.minimum(np.arange(ny + 1) * side, h)
-    gx0, gy0 = np.meshgrid(xs[:-1], ys[:-1])
-    gx1, gy1 = np.meshgrid(xs[1:], ys[1:])
-    boxes = np.stack([gx0.ravel(), gy0.ravel(), gx1.ravel(), gy1.ravel()], -1)
+    """The uniform baseline's grid: tiles of ``s * patch`` source px (s from :func:`uniform_scale`); the same
+    layout ``select(..., mode="uniform")`` sends."""
+    boxes, s, _ = uniform_grid(image_size, patch, budget)
     return Tokens(boxes, np.full(len(boxes), s))
 
 

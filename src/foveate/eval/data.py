@@ -189,3 +189,18 @@ def size_bucket(q: EvalQuery, image_size: tuple[int, int]) -> tuple[str, float]:
         if frac < upper:
             return name, frac
     return SIZE_BUCKETS[-1][0], frac
+
+
+#: ``split_of``'s shares of images for train and validation; the rest is the test split.
+SPLIT_SHARES = (0.6, 0.2)
+SPLITS = ("train", "val", "test")
+
+
+def split_of(set_name: str, image: str, seed: int = 0) -> str:
+    """Which split an image belongs to: ``train`` (60 %), ``val`` (20 %) or ``test`` (20 %), by a hash of
+    (seed, set name, image path) -- a split by image, never by query, stable under reordering or adding images,
+    the same in ``foveate train`` and ``foveate eval --split``."""
+    import hashlib
+
+    h = int(hashlib.sha256(f"{seed}:{set_name}:{image}".encode()).hexdigest()[:12], 16) / 16**12
+    return "train" if h < SPLIT_SHARES[0] else ("val" if h < SPLIT_SHARES[0] + SPLIT_SHARES[1] else "test")

@@ -12,6 +12,9 @@ baseline.  For one query with ground-truth boxes G:
   s = 2**l), averaged over the boxes weighted by their area;
 * **hit** -- every ground-truth box has legible coverage >= ``hit_threshold`` (default 0.9).
 
+A query whose answer is printed in several places (``repeated_value`` in a data set, ``any_box=True`` here) is
+answered by any one of them: its hit is any box's hit, its coverage and legible coverage those of its best box.
+
 Boxes are ``[x0, y0, x1, y1]`` in pixels (x1, y1 exclusive), clipped to the image; degenerate boxes (zero
 area after clipping) are ignored and counted in ``degenerate``.
 """
@@ -107,7 +110,7 @@ def _union_covered_fraction(gts: np.ndarray, tokens: np.ndarray) -> float:
 
 def query_metrics(token_boxes: np.ndarray, token_levels: np.ndarray | None, gt_boxes, image_size: tuple[int, int],
                   text_heights=None, min_px: float = DEFAULT_MIN_PX,
-                  hit_threshold: float = DEFAULT_HIT_THRESHOLD, token_scales=None) -> QueryMetrics:
+                  hit_threshold: float = DEFAULT_HIT_THRESHOLD, token_scales=None, any_box: bool = False) -> QueryMetrics:
     """Coverage, legible coverage and hit of one selection against one query's ground truth.
 
     Args:
@@ -117,6 +120,7 @@ def query_metrics(token_boxes: np.ndarray, token_levels: np.ndarray | None, gt_b
         text_heights: per GT box, the height of its text (e.g. FUNSD's line height); default: the box height.
         token_scales: (K,) source pixels per token pixel, instead of ``token_levels`` (level l = scale 2**l);
             for token grids that are not pyramid levels, e.g. an image resized by 2.4 to fit a budget.
+        any_box: the boxes are alternatives (the same answer printed several times): any one answers.
     """
     tok = clip_boxes(token_boxes, image_size)
     if token_scales is None:
@@ -147,6 +151,10 @@ def query_metrics(token_boxes: np.ndarray, token_levels: np.ndarray | None, gt_b
         leg_area += leg * a
         area_sum += a
         per_box.append({"coverage": cov, "legible_coverage": leg, "max_level": lmax})
+    if any_box:
+        best = max(range(len(per_box)), key=lambda i: (per_box[i]["legible_coverage"], per_box[i]["coverage"]))
+        return QueryMetrics(per_box[best]["coverage"], per_box[best]["legible_coverage"],
+                            any(b["legible_coverage"] >= hit_threshold for b in per_box), per_box, degenerate)
     coverage = _union_covered_fraction(gts, tok)
     legible = leg_area / area_sum if area_sum > 0 else 0.0
     hit = all(b["legible_coverage"] >= hit_threshold for b in per_box)

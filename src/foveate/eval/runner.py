@@ -18,7 +18,7 @@ from ..core.errors import BudgetError, ConfigError, FoveateError
 from ..selection import Selection
 from .answers import _Ocr, load_ocr, query_answer_found
 from .baselines import BASELINES, METHOD_HELP, Tokens, random_tiles, uniform_tokens, uniform_view
-from .data import PROBLEM_KINDS, EvalQuery, Problem, check_boxes, read_queries, size_bucket
+from .data import PROBLEM_KINDS, SPLITS, EvalQuery, Problem, check_boxes, read_queries, size_bucket, split_of
 from .metrics import DEFAULT_HIT_THRESHOLD, DEFAULT_MIN_PX, query_metrics
 from .oracle import oracle_tiles
 from .summary import aggregate, mean_scores
@@ -28,7 +28,7 @@ from .summary import aggregate, mean_scores
 # Configuration
 
 
-SELECT_KNOBS = ("mode", "area_exponent", "min_level", "topk_levels", "topk_candidates", "gist")
+SELECT_KNOBS = ("mode", "area_exponent", "min_level", "topk_levels", "topk_candidates", "gist", "floor")
 
 
 def parse_select_value(key: str, text: str) -> Any:
@@ -36,7 +36,7 @@ def parse_select_value(key: str, text: str) -> Any:
     ``topk_candidates=500,none`` (or ``default``), ``gist=false``, ``area_exponent=0.5``, ``mode=topk``."""
     t = text.strip().lower()
     try:
-        if key == "mode":
+        if key in ("mode", "floor"):
             return t
         if key == "area_exponent":
             return float(t)
@@ -56,6 +56,11 @@ def parse_select_value(key: str, text: str) -> Any:
         raise ConfigError(f"bad value {text!r} for {key}") from None
     raise ConfigError(f"unknown selection setting {key!r}; use one of {', '.join(SELECT_KNOBS)} "
                       "(budgets are set for the whole run)")
+
+
+def weights_label(spec: str) -> str:
+    """A weights spec's row name: ``handset``, ``default``, or a file's stem."""
+    return spec if spec in ("handset", "default") else Path(spec).stem
 
 
 def parse_variant(spec: str, base: SelectConfig) -> tuple[str, SelectConfig]:
@@ -87,6 +92,11 @@ class EvalConfig:
         ocr: ``"auto"`` (when the set has ``answer_text`` and OCR is installed), ``"on"`` (error if missing), ``"off"``.
         ocr_budgets: run the OCR check at these budgets only (``None``: all); OCR is by far the slowest part.
         max_error_rate: fuzzy OCR match tolerance (edits per answer character).
+        weights: relevance weights of the foveate rows (``None``: the package's default; ``"handset"``; a file).
+        compare_weights: more foveate rows with other weights, each ``foveate:<name>`` (``handset`` or the file's
+            stem), from the same textures.
+        split, split_seed: evaluate only the images of this split (``train``, ``val``, ``test``; see
+            :func:`foveate.eval.data.split_of`) -- the split ``foveate train`` used with the same seed.
     """
 
     budgets: tuple[int, ...] = (273,)
@@ -103,6 +113,10 @@ class EvalConfig:
     ocr_budgets: tuple[int, ...] | None = None
     max_error_rate: float = 0.2
     device: str | None = "cpu"
+    weights: str | None = None
+    compare_weights: tuple[str, ...] = ()
+    split: str | None = None
+    split_seed: int = 0
 
     def __post_init__(self) -> None:
         budgets = tuple(self.budgets)
@@ -129,14 +143,26 @@ class EvalConfig:
             raise ConfigError("random_seeds must be at least 1")
         if self.limit is not None and self.limit < 1:
             raise ConfigError("limit must be at least 1")
+        if self.split is not None and self.split not in SPLITS:
+            raise ConfigError(f"split must be one of {', '.join(SPLITS)}, got {self.split!r}")
+        labels = [weights_label(w) for w in self.compare_weights]
+        if len(set(labels)) != len(labels) or set(labels) & {n for n, _ in self.variants}:
+            raise ConfigError(f"compared weights need distinct names (file stems), got {labels}")
+
+    @property
+    def rows(self) -> list[tuple[str, SelectConfig, str | None]]:
+        """Every foveate row: ``(name, select config, weights)``."""
+        return ([("foveate", self.select, self.weights)] + [(f"foveate:{n}", c, self.weights) for n, c in self.variants]
+                + [(f"foveate:{weights_label(w)}", self.select, w) for w in self.compare_weights])
 
     @property
     def methods(self) -> list[str]:
-        return ["foveate"] + [f"foveate:{n}" for n, _ in self.variants] + [b for b in BASELINES if b in self.baselines]
+        return [name for name, _, _ in self.rows] + [b for b in BASELINES if b in self.baselines]
 
     def to_dict(self) -> dict:
         d = {k: getattr(self, k) for k in ("budgets", "baselines", "min_px", "hit_threshold", "random_seeds", "seed",
-                                           "limit", "ocr", "ocr_budgets", "max_error_rate")}
+                                           "limit", "ocr", "ocr_budgets", "max_error_rate", "weights",
+                                           "compare_weights", "split", "split_seed")}
         d["encode"] = self.encode.to_dict()
         d["select"] = {k: getattr(self.select, k) for k in SELECT_KNOBS}
         d["variants"] = {n: {k: getattr(c, k) for k in SELECT_KNOBS} for n, c in self.variants}
@@ -174,7 +200,7 @@ class EvalResult:
 
 def _score(tokens: Tokens, q: EvalQuery, image_size: tuple[int, int], cfg: EvalConfig) -> dict:
     m = query_metrics(tokens.boxes, None, q.boxes, image_size, q.text_heights, cfg.min_px, cfg.hit_threshold,
-                      token_scales=tokens.scales)
+                      token_scales=tokens.scales, any_box=bool(q.meta.get("repeated_value")))
     return {"coverage": m.coverage, "legible_coverage": m.legible_coverage, "hit": m.hit, "tokens": len(tokens)}
 
 
@@ -231,6 +257,8 @@ def run_eval(data_dir: str | Path, config: EvalConfig | None = None,
     t_start = time.perf_counter()
     data_dir = Path(data_dir)
     queries, problems, n_lines = read_queries(data_dir)
+    if cfg.split is not None:
+        queries = [q for q in queries if split_of(data_dir.resolve().name, q.image, cfg.split_seed) == cfg.split]
     queries = sample_queries(queries, cfg.limit, cfg.seed)
     ocr, ocr_status = _ocr_setup(cfg, any(q.answers for q in queries))
     run = _Run(cfg, data_dir, resolve_device(cfg.device), ocr, problems)
@@ -298,12 +326,12 @@ def _eval_image(run: _Run, image_rel: str, qs: list[EvalQuery]) -> None:
     want_ocr = run.ocr is not None and any(q.answers for q in checked)
     full_lines = _full_image_lines(run, tex, rgb, checked[0]) if want_ocr else None
     seed_key = zlib.crc32(image_rel.encode())
-    variants = [("foveate", cfg.select)] + [(f"foveate:{n}", c) for n, c in cfg.variants]
+    row_weights = {name: w for name, _, w in cfg.rows}
     for budget in cfg.budgets:
-        cfg_b = {name: dataclasses.replace(c, budget=budget, cut=False) for name, c in variants}
+        cfg_b = {name: dataclasses.replace(c, budget=budget, cut=False) for name, c, _ in cfg.rows}
         t2 = time.perf_counter()
         try:
-            blind = select(tex, None, config=cfg_b["foveate"])
+            blind = select(tex, None, config=cfg_b["foveate"], weights=cfg.weights)
         except BudgetError as exc:
             problems += [Problem(q.line, "budget", f"budget {budget}: {exc}", True, image_rel) for q in checked]
             continue
@@ -326,7 +354,7 @@ def _eval_image(run: _Run, image_rel: str, qs: list[EvalQuery]) -> None:
             for name, c in cfg_b.items():
                 t3 = time.perf_counter()
                 try:
-                    sels[name] = select(tex, q.text, config=c)
+                    sels[name] = select(tex, q.text, config=c, weights=row_weights[name])
                 except BudgetError as exc:
                     problems.append(Problem(q.line, "budget", f"budget {budget}, {name}: {exc}", True, image_rel))
                     continue

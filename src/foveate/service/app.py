@@ -97,6 +97,9 @@ async def _send_json(send, status: int, body: dict) -> None:
 def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     """The foveate HTTP API.  The engine (store, encode pool, cache) starts with the app's lifespan."""
     settings = settings or ServiceSettings.from_env()
+    from ..weights import load_weights
+
+    load_weights(settings.weights)  # a missing or bad weights file fails the start, not the first select
     metrics = Metrics()
 
     @asynccontextmanager

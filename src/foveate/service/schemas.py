@@ -12,7 +12,7 @@ from ..query.query import Query
 TEXTURE_ID_PATTERN = r"^[0-9a-f]{32}-[0-9a-f]{16}$"
 MAX_PROMPTS = 64
 MAX_BUDGET = 100_000
-Mode = Literal["quadtree", "topk"]
+Mode = Literal["quadtree", "topk", "uniform"]
 
 
 class Error(BaseModel):
@@ -89,6 +89,8 @@ class SelectionOut(BaseModel):
     patch_size: int
     num_levels: int
     mode: str
+    layout: str = "pyramid"
+    uniform_scale: Optional[float] = None
     budget: int
     num_tokens: int
     num_tiles_full: int

@@ -44,6 +44,8 @@ class ServiceSettings:
         retry_after: seconds a 503 tells the client to wait.
         torch_threads: torch intra-op threads in the server (default 1: concurrent requests and the encode
             workers are the parallelism; per-request torch thread pools would only oversubscribe the cores).
+        weights: relevance weights of every select (``default``: the package's trained weights; ``handset``; or a
+            weights file from ``foveate train``).
     """
 
     store: Path = field(default_factory=default_store_dir, metadata=_env("FOVEATE_STORE"))
@@ -62,6 +64,7 @@ class ServiceSettings:
     allow_public: bool = field(default=False, metadata=_env("FOVEATE_ALLOW_PUBLIC"))
     retry_after: int = field(default=2, metadata=_env("FOVEATE_RETRY_AFTER"))
     torch_threads: int = field(default=1, metadata=_env("FOVEATE_TORCH_THREADS"))
+    weights: str = field(default="default", metadata=_env("FOVEATE_WEIGHTS"))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "store", Path(self.store))

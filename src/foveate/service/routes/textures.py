@@ -114,7 +114,8 @@ def _select(request: Request, tid: str, body: SelectIn, cut: bool) -> tuple:
     tex = _engine(request).texture(tid)
     if tex is None:
         raise TextureNotFound(tid)
-    sel = select(tex, body.to_query(), body.budget, mode=body.mode, gist=body.gist, cut=cut, explain=body.explain)
+    sel = select(tex, body.to_query(), body.budget, mode=body.mode, gist=body.gist, cut=cut, explain=body.explain,
+                 weights=_engine(request).settings.weights)
     return tex, sel
 
 
