@@ -378,8 +378,9 @@ def test_uncached_select_does_not_wait_for_another_writer(tmp_path):
 # -- 6. smaller -----------------------------------------------------------------------------------------------------
 
 
-def test_texture_over_the_store_cap_is_507_naming_the_flag(tmp_path):
-    with ServerProcess(tmp_path, args=("--store-max-mb", "0.01")) as srv:
+@pytest.mark.parametrize("pool", ["thread", "process"])
+def test_texture_over_the_store_cap_is_507_naming_the_flag(tmp_path, pool):
+    with ServerProcess(tmp_path, args=("--store-max-mb", "0.01", "--pool", pool, "--workers", "1")) as srv:
         r = httpx.post(srv.url + "/v1/textures", content=png(random_image(200, 200, 4)), timeout=60)
         assert r.status_code == 507 and "retry-after" not in r.headers
         assert "--store-max-mb" in r.json()["detail"]

@@ -66,6 +66,9 @@ class StoreFullError(StoreError):
                          "(foveate store gc --max-mb, foveate serve --store-max-mb) or encode a smaller image")
         self.texture_id, self.size, self.cap = texture_id, size, cap
 
+    def __reduce__(self):  # crosses process boundaries (the service's process pool) intact
+        return type(self), (self.texture_id, self.size, self.cap)
+
 
 class VideoError(FoveateError):
     """A video input that cannot be streamed: no frames, not a video, or a frame of another size when the
