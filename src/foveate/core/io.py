@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import io as _io
 import os
-import struct
 import warnings
 from pathlib import Path
 from typing import Any, Union
