@@ -10,6 +10,7 @@ import pytest
 from PIL import Image
 
 from foveate.synth import KINDS, make_dataset
+from foveate.synth.documents import GENERATED_MARK
 
 
 def test_dataset_is_well_formed_and_deterministic(tmp_path):
@@ -25,6 +26,7 @@ def test_dataset_is_well_formed_and_deterministic(tmp_path):
             assert 0 <= x0 < x1 <= w and 0 <= y0 < y1 <= h
         assert "?" in r["query"] and r["key"]
     assert sum(bool(r.get("repeated_value")) for r in rows) <= len(rows)
+    assert json.loads((a / GENERATED_MARK).read_text())["generator"] == "foveate.synth.documents"
 
 
 def test_unknown_kind(tmp_path):

@@ -358,6 +358,11 @@ def questions(doc: Doc, r: random.Random, max_questions: int = 10) -> list[dict]
     return out[:max_questions]
 
 
+#: the file that marks a data set as generated (``foveate train`` lets such sets teach the ranker but not choose
+#: the text term's display constants)
+GENERATED_MARK = "generated.json"
+
+
 def make_dataset(out: str | Path, n: int, kinds: tuple[str, ...] = tuple(KINDS), seed: int = 0) -> Path:
     """Write ``n`` documents (kinds in turn) as PNG images plus ``queries.jsonl``; a function of ``seed``."""
     out = Path(out)
@@ -376,6 +381,8 @@ def make_dataset(out: str | Path, n: int, kinds: tuple[str, ...] = tuple(KINDS),
         name = f"images/{kind}_{seed}_{i:05d}.png"
         Image.fromarray(rgb).save(out / name)
         lines += [json.dumps({"image": name, **q, "kind": kind}) for q in questions(doc, r)]
+    (out / GENERATED_MARK).write_text(json.dumps({"generator": "foveate.synth.documents", "n": n, "seed": seed,
+                                                   "kinds": list(kinds)}) + "\n", encoding="utf-8")
     tmp = out / "queries.jsonl.tmp"
     tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
     tmp.replace(out / "queries.jsonl")

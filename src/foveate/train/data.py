@@ -19,6 +19,7 @@ from ..core.config import EncodeConfig
 from ..core.errors import DatasetError, FoveateError
 from ..core.texture import Texture
 from ..eval.data import check_boxes, read_queries, split_of
+from ..synth.documents import GENERATED_MARK
 
 
 @dataclass
@@ -45,6 +46,7 @@ class Page:
     split: str
     texture: Texture
     samples: list[Sample] = field(default_factory=list)
+    generated: bool = False  # from a set ``foveate synth`` wrote
 
 
 def resolve_sources(specs: list[str], cache: Path, seed: int) -> list[Path]:
@@ -92,6 +94,7 @@ def load_pages(folders: list[Path], cache: Path, encode: EncodeConfig, seed: int
     rng = np.random.default_rng(seed)
     for folder in folders:
         name = folder.resolve().name
+        generated = (folder / GENERATED_MARK).is_file()
         queries, problems, _ = read_queries(folder)
         counts["skipped_lines"] += sum(p.skipped for p in problems)
         by_image: dict[str, list] = defaultdict(list)
@@ -118,7 +121,7 @@ def load_pages(folders: list[Path], cache: Path, encode: EncodeConfig, seed: int
                 store.put(tex)
             else:
                 counts["cached"] += 1
-            page = Page(name, image, split_of(name, image, seed), tex)
+            page = Page(name, image, split_of(name, image, seed), tex, generated=generated)
             size = (int(rgb.shape[0]), int(rgb.shape[1]))
             for q in qs:
                 cq, _ = check_boxes(q, size)
