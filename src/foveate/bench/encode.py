@@ -61,8 +61,9 @@ def default_images() -> list[tuple[str, np.ndarray]]:
         out.append((f"{Path(name).stem} 1024x1024", cv2.resize(img, (1024, 1024), interpolation=interp)))
     return out
 
-def bench_image(name: str, img: np.ndarray, presets: list[str], repeats: int, device: torch.device) -> dict:
-    """All measurements for one image."""
+def bench_image(name: str, img: np.ndarray, presets: list[str], repeats: int, device: torch.device,
+                weights: object = None) -> dict:
+    """All measurements for one image (selects with ``weights``: the shipped ones by default)."""
     rec: dict = {"image": name, "size": [int(img.shape[1]), int(img.shape[0])], "presets": {}}
     for preset in presets:
         cfg = EncodeConfig(preset=preset)
@@ -92,17 +93,18 @@ def bench_image(name: str, img: np.ndarray, presets: list[str], repeats: int, de
         center = {"points": [(img.shape[1] * 0.3, img.shape[0] * 0.4)]}
         for mode in ("quadtree", "topk"):
             p["select_ms"][mode] = {
-                "score+select": timed(lambda: select(tex, center, mode=mode, cut=False), repeats),
-                "score+select+cut": timed(lambda: select(tex, center, mode=mode, cut=True), repeats),
+                "score+select": timed(lambda: select(tex, center, mode=mode, cut=False, weights=weights), repeats),
+                "score+select+cut": timed(lambda: select(tex, center, mode=mode, cut=True, weights=weights),
+                                          repeats),
             }
         if "text" in tex.groups:
             p["text_lines"] = len(tex.extras["text"]["lines"])
-            p["text_query_ms"] = bench_text_queries(tex, repeats)
+            p["text_query_ms"] = bench_text_queries(tex, repeats, weights)
         rec["presets"][preset] = p
     return rec
 
 
-def bench_text_queries(tex, repeats: int) -> dict:
+def bench_text_queries(tex, repeats: int, weights: object = None) -> dict:
     """Per-query time after encode for text questions: ``select`` with the token cut, the query embedding
     included (``cold``: each question seen for the first time) or cached (``warm``), and the embedding alone."""
     cold, embed = [], []
@@ -113,12 +115,12 @@ def bench_text_queries(tex, repeats: int) -> dict:
         embed.append((time.perf_counter() - t0) * 1000.0)
         _embed_query_cached.cache_clear()
         t0 = time.perf_counter()
-        select(tex, q)
+        select(tex, q, weights=weights)
         cold.append((time.perf_counter() - t0) * 1000.0)
     for q in TEXT_QUERIES:
         embed_query(q)
     qs = iter(TEXT_QUERIES * (2 + repeats // len(TEXT_QUERIES)))
-    warm = timed(lambda: select(tex, next(qs)), repeats)
+    warm = timed(lambda: select(tex, next(qs), weights=weights), repeats)
     return {"cold": _stats(cold), "embed": _stats(embed), "warm": warm}
 
 
@@ -128,17 +130,21 @@ def _stats(ts: list[float]) -> dict[str, float]:
 
 
 def run_bench(images: list[Path], repeats: int = 20, presets: list[str] | None = None,
-              json_path: Path | None = None, device: str | None = "auto", console: Console | None = None) -> dict:
+              json_path: Path | None = None, device: str | None = "auto", console: Console | None = None,
+              weights: str = "default") -> dict:
     console = console or Console()
     dev = resolve_device(device)
     presets = presets or ["fast", "default", "full"]
     inputs = [(p.name, load_image(p)) for p in images] if images else default_images()
-    result = {"machine": machine_info(dev), "repeats": repeats, "images": []}
+    from ..weights import load_weights
+
+    w = load_weights(weights)
+    result = {"machine": machine_info(dev), "repeats": repeats, "weights": weights, "images": []}
     console.print(f"device {describe(dev)}, {os.cpu_count()} CPUs, torch {torch.__version__} "
-                  f"({torch.get_num_threads()} threads), {repeats} repeats, medians", highlight=False)
+                  f"({torch.get_num_threads()} threads), {repeats} repeats, weights {weights}, medians", highlight=False)
     for name, img in inputs:
         with console.status(f"benchmarking {name} ..."):
-            rec = bench_image(name, img, presets, repeats, dev)
+            rec = bench_image(name, img, presets, repeats, dev, w)
         result["images"].append(rec)
         _print_image(console, rec)
     if json_path is not None:

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from .common import DeviceOpt, _numbers, _resolve_input, app, out
+from .common import DeviceOpt, WeightsOpt, _numbers, _resolve_input, app, out
 
 
 @app.command("bench-serve")
@@ -41,12 +41,13 @@ def bench(
     presets: str = typer.Option("fast,default,full", "--presets", help="Comma-separated presets."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
     device: str = DeviceOpt,
+    weights: str = WeightsOpt,
 ) -> None:
     """Benchmark encode (per channel group), select (scoring + cascade, and with the token cut) and memory."""
     from ..bench.encode import run_bench
 
     run_bench([_resolve_input(p) for p in image], repeats=repeats, presets=[p for p in presets.split(",") if p],
-              json_path=json_path, device=device, console=out)
+              json_path=json_path, device=device, console=out, weights=weights)
 
 
 @app.command("bench-video")
