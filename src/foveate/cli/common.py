@@ -12,7 +12,6 @@ from rich.console import Console
 
 from ..core.config import EncodeConfig, replace_config
 from ..core.errors import FoveateError
-from ..core.io import DEFAULT_MAX_PIXELS
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Encode an image once; select a fixed budget of VLM tokens per query.")
@@ -25,7 +24,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PresetOpt = typer.Option("default", "--preset", "-p", help="Channel preset: fast, default or full.")
 PatchOpt = typer.Option(16, "--patch-size", help="Tile / token side P in pixels.")
 LevelsOpt = typer.Option(5, "--max-levels", help="Pyramid levels (0..N-1); fewer for small images.")
-MaxPixOpt = typer.Option(DEFAULT_MAX_PIXELS, "--max-pixels", help="Refuse images with more pixels than this.")
+MaxPixOpt = typer.Option(EncodeConfig.max_pixels, "--max-pixels", help="Refuse images with more pixels than this.")
 DeviceOpt = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N.")
 SemanticOpt = typer.Option(None, "--semantic-model",
                            help="Local CLIP checkpoint directory (or an id already in the model cache) for the "

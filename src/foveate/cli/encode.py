@@ -147,8 +147,13 @@ def info(
     """Show a texture's channels, levels, memory and encode timings."""
     from ..core.channels import get_group
 
-    tex = _texture_for(_resolve_input(source), _encode_config(preset, patch_size, max_levels, max_pixels,
-                                                              semantic_model), device)
+    path = _resolve_input(source)
+    if path.suffix == ".fvt":  # the file's header says it all: no tensors read, no torch imported
+        from ..core.fvt import read_header
+
+        tex = read_header(path)
+    else:
+        tex = _texture_for(path, _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model), device)
     h, w = tex.image_size
     out.print(f"[bold]{source}[/]  {w}x{h} px, patch {tex.patch_size}, id {tex.id}", highlight=False)
     groups = Table("group", "channels", "slice", "encode ms", "status", "description", box=None)

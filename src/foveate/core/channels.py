@@ -68,8 +68,30 @@ PRESETS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: modules outside ``core`` that register built-in groups (``text``, ``semantic``) when imported; loaded the first
+#: time the registry is used, so that ``import foveate`` stays light and the presets are complete when read
+BUILTIN_GROUP_MODULES = ("foveate.query.text.group", "foveate.query.semantic")
+_builtins_loaded = False
+
+
+def _load_builtin_groups() -> None:
+    global _builtins_loaded
+    if not _builtins_loaded:
+        _builtins_loaded = True
+        import importlib
+
+        registered = dict(_REGISTRY)
+        for module in BUILTIN_GROUP_MODULES:
+            importlib.import_module(module)
+        _REGISTRY.update(registered)  # a group a caller registered under a built-in's name stays theirs
+
+
 def register_group(group: ChannelGroup, presets: tuple[str, ...] = ()) -> ChannelGroup:
     """Add (or replace) a group in the registry and, optionally, to named presets (kept in layout order)."""
+    return _add_group(group, presets)
+
+
+def _add_group(group: ChannelGroup, presets: tuple[str, ...] = ()) -> ChannelGroup:
     _REGISTRY[group.name] = group
     if group.name not in LAYOUT_ORDER:
         LAYOUT_ORDER.append(group.name)
@@ -80,6 +102,7 @@ def register_group(group: ChannelGroup, presets: tuple[str, ...] = ()) -> Channe
 
 
 def get_group(name: str) -> ChannelGroup:
+    _load_builtin_groups()
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -87,11 +110,13 @@ def get_group(name: str) -> ChannelGroup:
 
 
 def list_groups() -> list[str]:
+    _load_builtin_groups()
     return [g for g in LAYOUT_ORDER if g in _REGISTRY]
 
 
 def resolve_groups(config: EncodeConfig) -> tuple[str, ...]:
     """The groups a config asks for, in layout order."""
+    _load_builtin_groups()
     if config.groups is not None:
         names = tuple(config.groups)
         if not names:
@@ -274,31 +299,31 @@ def _temporal(ctx: EncodeContext) -> np.ndarray | None:
     return None if maps is None else np.asarray(maps, np.float32)
 
 
-register_group(ChannelGroup("rgb", ("r", "g", "b"), _rgb, "free", "mean colour of the tile", pixels=_rgb_pixels))
-register_group(ChannelGroup("edges", ("edges_dark", "edges_light"), _edges, "low",
+_add_group(ChannelGroup("rgb", ("r", "g", "b"), _rgb, "free", "mean colour of the tile", pixels=_rgb_pixels))
+_add_group(ChannelGroup("edges", ("edges_dark", "edges_light"), _edges, "low",
                             "Sobel edges split by polarity (dark-on-light, light-on-dark), contrast-normalised",
                             pixels=_edges_pixels))
-register_group(ChannelGroup("frequency", ("highpass", "lowpass"), _frequency, "low",
+_add_group(ChannelGroup("frequency", ("highpass", "lowpass"), _frequency, "low",
                             "fine-detail energy |I-G1*I| and structure energy |G1*I-G4*I|",
                             pixels=_frequency_pixels, finish=_frequency_finish))
-register_group(ChannelGroup("motion", ("motion",), _motion, "free",
+_add_group(ChannelGroup("motion", ("motion",), _motion, "free",
                             "temporal difference to the previous frame (0 for still images)"))
-register_group(ChannelGroup("saliency", ("saliency",), _saliency, "low", "spectral-residual saliency"))
-register_group(ChannelGroup("position", ("x", "y", "eccentricity"), _position, "free",
+_add_group(ChannelGroup("saliency", ("saliency",), _saliency, "low", "spectral-residual saliency"))
+_add_group(ChannelGroup("position", ("x", "y", "eccentricity"), _position, "free",
                             "tile centre in [0,1] and distance from the image centre"))
-register_group(ChannelGroup("clusters", ("cluster_id", "cluster_dist", "cluster_size"), _clusters, "medium",
+_add_group(ChannelGroup("clusters", ("cluster_id", "cluster_dist", "cluster_size"), _clusters, "medium",
                             "SLIC superpixel (~50): id, distance from its centroid, its size"))
-register_group(ChannelGroup("temporal", ("prev_relevance", "prev_saliency", "fixations"), _temporal, "low",
+_add_group(ChannelGroup("temporal", ("prev_relevance", "prev_saliency", "fixations"), _temporal, "low",
                             "previous relevance and saliency warped by optical flow, fixation history (video)"))
-register_group(ChannelGroup("distance", ("edge_distance",), _distance, "low",
+_add_group(ChannelGroup("distance", ("edge_distance",), _distance, "low",
                             "distance to the nearest edge, d/(d+P)", pixels=_distance_pixels,
                             finish=_distance_finish))
-register_group(ChannelGroup("attention", ("attn_vlm", "attn_accum", "gaze"), _absent, "free",
+_add_group(ChannelGroup("attention", ("attn_vlm", "attn_accum", "gaze"), _absent, "free",
                             "caller-supplied maps (Texture.attach): VLM attention, accumulated attention, gaze"))
-register_group(ChannelGroup("boundaries", ("boundaries",), _boundaries, "low",
+_add_group(ChannelGroup("boundaries", ("boundaries",), _boundaries, "low",
                             "superpixel boundaries weighted by colour contrast (object-boundary proxy)"))
-# "semantic" and "text" register themselves from foveate.query.semantic and foveate.query.text (imported by the
-# package).
+# "semantic" and "text" register themselves from foveate.query.semantic and foveate.query.text.group
+# (BUILTIN_GROUP_MODULES, loaded on first use of the registry).
 
 
 def run_groups(ctx: EncodeContext, names: tuple[str, ...], generators: dict[str, Callable] | None = None

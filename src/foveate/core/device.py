@@ -1,24 +1,40 @@
-"""The one place that decides device and dtype.
+"""The one place that decides device, dtype and CPU threads.
 
 Encoding runs its image filters in OpenCV on the CPU (10-20x faster than torch convolutions on 1-3 channel
 images); the feature texture, the scorer and the selection live on ``resolve_device(...)``.  Features are
 *stored* in ``STORAGE_DTYPE`` (half the bytes: a 40-channel 1024x1024 texture fits in < 1 MB) and *computed*
-in ``COMPUTE_DTYPE``.
+in ``COMPUTE_DTYPE``.  Threads: :data:`REQUEST_THREADS` for a query's MiniLM pass, :func:`ocr_threads` for the
+OCR models, :func:`encode_overlap` for running the OCR beside the other channel groups.
+
+torch is imported on first use (``STORAGE_DTYPE`` and ``COMPUTE_DTYPE`` are resolved lazily), so reading this
+module costs nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Iterator
-
-import numpy as np
-import torch
+from typing import TYPE_CHECKING, Any
 
 from .errors import DeviceError
 
-STORAGE_DTYPE = torch.float16
-COMPUTE_DTYPE = torch.float32
+if TYPE_CHECKING:
+    import torch
+
+_DTYPES = {"STORAGE_DTYPE": "float16", "COMPUTE_DTYPE": "float32"}
+
+
+def __getattr__(name: str) -> Any:
+    """``STORAGE_DTYPE`` (torch.float16) and ``COMPUTE_DTYPE`` (torch.float32), torch imported on first read."""
+    if name in _DTYPES:
+        import torch
+
+        value = getattr(torch, _DTYPES[name])
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 #: torch runs an element-wise copy of fewer elements than this on the calling thread (``at::internal::GRAIN_SIZE``)
 _TORCH_GRAIN = 32768
@@ -29,10 +45,13 @@ def to_storage(maps: list, device: torch.device) -> list[torch.Tensor]:
     to move).  The conversion runs in pieces below torch's grain size, so on the calling thread: for maps this small
     torch's intra-op threads cost more than they save and keep spinning into what the process does next (see
     ``Texture.flat_features``); torch's vectorised float16 conversion is ~6x faster than NumPy's."""
+    import numpy as np
+    import torch
+
     out = []
     for m in maps:
         src = torch.from_numpy(np.ascontiguousarray(m))
-        dst = torch.empty(src.shape, dtype=STORAGE_DTYPE)
+        dst = torch.empty(src.shape, dtype=__getattr__("STORAGE_DTYPE"))
         flat_src, flat_dst = src.view(-1), dst.view(-1)
         for a in range(0, flat_src.numel(), _TORCH_GRAIN):
             flat_dst[a : a + _TORCH_GRAIN].copy_(flat_src[a : a + _TORCH_GRAIN])
@@ -57,6 +76,8 @@ def request_threads(n: int | None = None) -> Iterator[None]:
     """Run the block's torch CPU ops with ``n`` (default :data:`REQUEST_THREADS`) intra-op threads, the previous
     count restored when the last of any concurrent users leaves (the setting is process-wide)."""
     global _threads_users, _threads_saved
+    import torch
+
     n = REQUEST_THREADS if n is None else n
     with _threads_lock:
         if _threads_users == 0:
@@ -79,6 +100,8 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
     ``None`` and ``"auto"`` pick CUDA when it is available, else the CPU.  Asking for a device that is not
     available is a :class:`DeviceError`, never a silent fallback.
     """
+    import torch
+
     if device is None or (isinstance(device, str) and device.strip().lower() in ("", "auto")):
         return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
     try:
@@ -100,6 +123,8 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
 
 def describe(device: torch.device) -> str:
     """A short human-readable name for logs and benchmark records."""
+    import torch
+
     if device.type == "cuda":
         return f"{device} ({torch.cuda.get_device_name(device)})"
     return str(device)

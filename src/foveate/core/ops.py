@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import math
 
-import cv2
 import numpy as np
+
+from .._lazy import lazy_module
+
+cv2 = lazy_module("cv2")  # OpenCV loads when a filter first runs, not when foveate is imported
 
 # ----------------------------------------------------------------------------------------------------------
 # Grid geometry

@@ -9,7 +9,9 @@ LRU), ``app`` (lifespan, guard middleware, the routes), ``errors`` (error -> sta
 (run a server as a subprocess).  The load test is ``foveate.bench.service``.
 """
 
-from .app import app_from_env, create_app
-from .settings import ServiceSettings
+from .._lazy import lazy_exports
 
-__all__ = ["ServiceSettings", "app_from_env", "create_app"]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    **{n: ".app" for n in ("app_from_env", "create_app")},
+    "ServiceSettings": ".settings",
+})
