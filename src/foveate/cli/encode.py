@@ -12,8 +12,8 @@ from rich.table import Table
 
 from ..core.config import DEFAULT_BUDGET, EncodeConfig, SelectConfig
 from ..core.errors import FoveateError
-from .common import (DeviceOpt, LevelsOpt, MaxPixOpt, PatchOpt, PresetOpt, SemanticOpt, _encode_config, _prompt_query,
-                     _resolve_input, _say_absent_once, _slug, _texture_for, app, err, out)
+from .common import (DeviceOpt, LevelsOpt, MaxPixOpt, OcrOpt, PatchOpt, PresetOpt, SemanticOpt, _encode_config,
+                     _prompt_query, _resolve_input, _say_absent_once, _slug, _texture_for, app, err, out)
 
 
 @app.command()
@@ -28,12 +28,13 @@ def encode(
                                                             "(0 = one per CPU core)."),
     preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
     max_pixels: int = MaxPixOpt, device: str = DeviceOpt, semantic_model: Optional[str] = SemanticOpt,
+    ocr: str = OcrOpt,
 ) -> None:
     """Encode image(s) once into texture file(s) (.fvt), or into a texture store (--store), that
     `foveate select` and `foveate serve` answer queries from."""
     from ..core.texture import encode as encode_image
 
-    config = _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model)
+    config = _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model, ocr)
     if store is not None:
         if output is not None:
             raise FoveateError("pass either --store DIR or -o/--output, not both")
@@ -89,6 +90,7 @@ def select(
     json_out: bool = typer.Option(False, "--json", help="Print the selection JSON to stdout instead of a table."),
     preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
     max_pixels: int = MaxPixOpt, device: str = DeviceOpt, semantic_model: Optional[str] = SemanticOpt,
+    ocr: str = OcrOpt,
 ) -> None:
     """Select tokens for one or more queries and write selection.json, overlay.png, mosaic.png,
     tokens.safetensors and crops/ per query.  A saved .fvt is not encoded again."""
@@ -100,7 +102,7 @@ def select(
         raise FoveateError("--max-crops and --vlm-patch must be at least 1")
     queries = [_prompt_query(t, point, neg_point, box) for t in (list(query) or [None])]
     tex = _texture_for(_resolve_input(source), _encode_config(preset, patch_size, max_levels, max_pixels,
-                                                              semantic_model), device, quiet=json_out)
+                                                              semantic_model, ocr), device, quiet=json_out)
     for q in queries:
         q.validate(tex.image_size)
     if not json_out:
@@ -143,6 +145,7 @@ def info(
     source: str = typer.Argument(..., help="A saved .fvt texture or an image (encoded first)."),
     preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
     max_pixels: int = MaxPixOpt, device: str = DeviceOpt, semantic_model: Optional[str] = SemanticOpt,
+    ocr: str = OcrOpt,
 ) -> None:
     """Show a texture's channels, levels, memory and encode timings."""
     from ..core.channels import get_group
@@ -153,7 +156,7 @@ def info(
 
         tex = read_header(path)
     else:
-        tex = _texture_for(path, _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model), device)
+        tex = _texture_for(path, _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model, ocr), device)
     h, w = tex.image_size
     out.print(f"[bold]{source}[/]  {w}x{h} px, patch {tex.patch_size}, id {tex.id}", highlight=False)
     groups = Table("group", "channels", "slice", "encode ms", "status", "description", box=None)
@@ -207,7 +210,9 @@ def _encode_into_store(store_dir: Path, images: list[str], config: EncodeConfig,
         summary = encode_into_store(st, paths, config, workers=workers or None, on_result=on_result)
         stats = st.stats()
     d = summary.to_dict()
-    out.print(f"{d['images']} images in {d['seconds']:.1f} s ({d['images_per_s']:.2f} images/s, "
+    rate = (f"{d['encoded_per_min']:.1f} pages/min encoded, median encode {d['encode_ms_median']:.0f} ms, "
+            if d["encoded"] else "")
+    out.print(f"{d['images']} images in {d['seconds']:.1f} s ({rate}{d['images_per_s']:.2f} images/s, "
               f"{d['encoded_megapixels_per_s']:.2f} encoded MP/s): {d['encoded']} encoded, {d['skipped']} already "
               f"stored (skipped), {d['failed']} failed.  Store {store_dir}: {stats['entries']} textures, "
               f"{stats['bytes'] / 2**20:.1f} MiB", highlight=False)

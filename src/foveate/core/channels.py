@@ -15,6 +15,7 @@ text mask (41 channels)::
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -43,6 +44,10 @@ class ChannelGroup:
             and ``finish(tile_means (..., k), patch) -> (..., len(channels))`` (``None``: the identity).  Video
             motion compensation keeps such maps at a finer resolution than the tiles and moves them with the
             camera.
+        background: slow, and spends its time in code that releases the GIL (model inference): an encode may
+            start it on a worker thread before the other groups and collect it in its turn
+            (:func:`foveate.core.device.encode_overlap` decides).  It must read only ``ctx.image``, ``ctx.config``
+            and ``ctx.grid`` and write only its own keys of ``ctx.extras`` / ``ctx.tensors``.
     """
 
     name: str
@@ -52,6 +57,7 @@ class ChannelGroup:
     description: str
     pixels: Callable[[EncodeContext], np.ndarray] | None = None
     finish: Callable[[np.ndarray, int], np.ndarray] | None = None
+    background: bool = False
 
 
 _REGISTRY: dict[str, ChannelGroup] = {}
@@ -326,21 +332,57 @@ _add_group(ChannelGroup("boundaries", ("boundaries",), _boundaries, "low",
 # (BUILTIN_GROUP_MODULES, loaded on first use of the registry).
 
 
+class _Background(threading.Thread):
+    """A generator run on its own thread; :meth:`result` joins it and returns (or raises) what it did."""
+
+    def __init__(self, fn: Callable[[EncodeContext], Any], ctx: EncodeContext, name: str) -> None:
+        super().__init__(name=f"foveate-{name}", daemon=True)
+        self.fn, self.ctx, self.out, self.exc, self.ms = fn, ctx, None, None, 0.0
+        self.start()
+
+    def run(self) -> None:
+        t0 = time.perf_counter()
+        try:
+            self.out = self.fn(self.ctx)
+        except BaseException as exc:  # noqa: BLE001  (re-raised in the encoding thread)
+            self.exc = exc
+        self.ms = (time.perf_counter() - t0) * 1000.0
+
+    def result(self) -> tuple[Any, float]:
+        self.join()
+        if self.exc is not None:
+            raise self.exc
+        return self.out, self.ms
+
+
 def run_groups(ctx: EncodeContext, names: tuple[str, ...], generators: dict[str, Callable] | None = None
                ) -> tuple[np.ndarray, list[str], dict, tuple[str, ...]]:
-    """Run the generators of ``names`` in order (``generators`` replaces some by name: same contract).
+    """Run the generators of ``names`` in order (``generators`` replaces some by name: same contract).  Background
+    groups (:attr:`ChannelGroup.background`) start first, on worker threads, when
+    :func:`foveate.core.device.encode_overlap` says so and other groups run meanwhile.
 
     Returns:
         ``(x0, channel_names, timings_ms, absent)``: the level-0 texture (gh, gw, C) float32, the channel
-        names, milliseconds per group, and the groups present as zeros because their source is missing.
+        names, milliseconds per group (a background group's: on its own thread), and the groups present as zeros
+        because their source is missing.
     """
+    from .device import encode_overlap
+
     gh, gw = ctx.grid
+    gens = {name: (generators or {}).get(name, get_group(name).generator) for name in names}
+    background = [n for n in names if get_group(n).background and n not in (generators or {})]
+    started = {}
+    if background and len(background) < len(names) and encode_overlap():
+        started = {n: _Background(gens[n], ctx, n) for n in background}
     blocks, channels, timings, absent = [], [], {}, []
     for name in names:
         group = get_group(name)
-        t0 = time.perf_counter()
-        out = (generators or {}).get(name, group.generator)(ctx)
-        timings[name] = (time.perf_counter() - t0) * 1000.0
+        if name in started:
+            out, timings[name] = started.pop(name).result()
+        else:
+            t0 = time.perf_counter()
+            out = gens[name](ctx)
+            timings[name] = (time.perf_counter() - t0) * 1000.0
         if out is None:
             out = np.zeros((gh, gw, len(group.channels)), np.float32)
             absent.append(name)

@@ -94,6 +94,33 @@ def request_threads(n: int | None = None) -> Iterator[None]:
                 torch.set_num_threads(_threads_saved)
 
 
+def cpu_cores() -> int:
+    """CPU cores this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def ocr_threads() -> int:
+    """onnxruntime intra-op threads of the OCR models: every core (``$FOVEATE_OCR_THREADS`` overrides).  The
+    detector and recognizer are large convolutions on large inputs: on 2 cores two threads run them 1.8-1.9x as
+    fast as one (BENCHMARKS.md), unlike a query's small MiniLM pass (:data:`REQUEST_THREADS`)."""
+    env = os.environ.get("FOVEATE_OCR_THREADS", "").strip()
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            raise DeviceError(f"FOVEATE_OCR_THREADS must be a whole number, got {env!r}") from None
+    return cpu_cores()
+
+
+def encode_overlap() -> bool:
+    """Run the slow, GIL-releasing channel groups (OCR) on a worker thread beside the others during an encode: on
+    more than one core (``$FOVEATE_ENCODE_OVERLAP=0`` turns it off)."""
+    return cpu_cores() > 1 and os.environ.get("FOVEATE_ENCODE_OVERLAP", "1").strip() != "0"
+
+
 def resolve_device(device: str | torch.device | None = None) -> torch.device:
     """Turn ``None``/``"auto"``/``"cpu"``/``"cuda"``/``"cuda:1"``/``"mps"`` into an available ``torch.device``.
 
