@@ -94,6 +94,39 @@ def request_threads(n: int | None = None) -> Iterator[None]:
                 torch.set_num_threads(_threads_saved)
 
 
+#: OpenCV threads for a video frame's motion-compensated update: one.  Its images are small (a 240 px flow copy,
+#: cells of a quarter tile, crops of 5 % of the frame): on a 2-core CPU OpenCV's second thread saves no wall time there
+#: and costs ~2 ms of CPU a frame in thread hand-offs (``foveate bench-video --cv-threads``, BENCHMARKS.md); a whole
+#: frame's encode (keyframes, from scratch) keeps OpenCV's default.
+VIDEO_UPDATE_CV_THREADS = 1
+
+_cv_lock = threading.Lock()
+_cv_users = 0
+_cv_saved = 0
+
+
+@contextlib.contextmanager
+def cv_threads(n: int) -> Iterator[None]:
+    """Run the block's OpenCV calls on at most ``n`` threads, OpenCV's count restored when the last of any concurrent
+    users leaves (the setting is process-wide, as :func:`request_threads`' is for torch)."""
+    global _cv_users, _cv_saved
+    import cv2
+
+    with _cv_lock:
+        if _cv_users == 0:
+            _cv_saved = cv2.getNumThreads()
+            if _cv_saved > n:
+                cv2.setNumThreads(n)
+        _cv_users += 1
+    try:
+        yield
+    finally:
+        with _cv_lock:
+            _cv_users -= 1
+            if _cv_users == 0 and cv2.getNumThreads() != _cv_saved:
+                cv2.setNumThreads(_cv_saved)
+
+
 def cpu_cores() -> int:
     """CPU cores this process may run on (its affinity mask where the OS has one)."""
     try:

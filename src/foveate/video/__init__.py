@@ -17,7 +17,7 @@ A scene cut (the 64 px grey thumbnail changes by more than ``scene_cut`` grey le
 another size (or a :class:`VideoError` with ``on_size_change="error"``) starts a new scene: encoded from scratch,
 memory cleared.  **Temporal channels** (group ``temporal``, channels 15-17 of the full layout): the memory -- a FIFO
 of the last ``memory`` frames plus the last ``keyframes`` keyframes -- is moved into the new frame by optical flow
-(OpenCV DIS, ultrafast preset with finest scale 1, on a grey copy shrunk by an integer factor to at least
+(OpenCV DIS, ultrafast preset with finest scale 1 and patch stride 6, on a grey copy shrunk by an integer factor to at least
 ``flow_size`` px on the long side -- the maps live on the tile grid; tile maps are splatted forward, so uncovered
 background gets no past), then
 ``prev_relevance`` = max over remembered frames of their relevance (normalised to [0, 1], times
