@@ -16,7 +16,7 @@ import contextlib
 import os
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import DeviceError
 
@@ -66,65 +66,65 @@ def to_storage(maps: list, device: torch.device) -> list[torch.Tensor]:
 #: parallelism from concurrent requests.
 REQUEST_THREADS = 1
 
-_threads_lock = threading.Lock()
-_threads_users = 0
-_threads_saved = 0
+class _ThreadLimit:
+    """A process-wide thread count (``get`` / ``set``) lowered to at most ``n`` while any user is inside
+    :meth:`at_most`, restored when the last of any concurrent users leaves."""
+
+    def __init__(self, get: Callable[[], int], set_: Callable[[int], None]) -> None:
+        self.get, self.set = get, set_
+        self.lock = threading.Lock()
+        self.users = self.saved = 0
+
+    @contextlib.contextmanager
+    def at_most(self, n: int) -> Iterator[None]:
+        with self.lock:
+            if self.users == 0:
+                self.saved = self.get()
+                if self.saved > n:
+                    self.set(n)
+            self.users += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.users -= 1
+                if self.users == 0 and self.get() != self.saved:
+                    self.set(self.saved)
 
 
-@contextlib.contextmanager
-def request_threads(n: int | None = None) -> Iterator[None]:
-    """Run the block's torch CPU ops with ``n`` (default :data:`REQUEST_THREADS`) intra-op threads, the previous
-    count restored when the last of any concurrent users leaves (the setting is process-wide)."""
-    global _threads_users, _threads_saved
+def _torch():
     import torch
 
-    n = REQUEST_THREADS if n is None else n
-    with _threads_lock:
-        if _threads_users == 0:
-            _threads_saved = torch.get_num_threads()
-            if _threads_saved > n:
-                torch.set_num_threads(n)
-        _threads_users += 1
-    try:
-        yield
-    finally:
-        with _threads_lock:
-            _threads_users -= 1
-            if _threads_users == 0 and torch.get_num_threads() != _threads_saved:
-                torch.set_num_threads(_threads_saved)
+    return torch
+
+
+def _cv2():
+    import cv2
+
+    return cv2
+
+
+_TORCH_THREADS = _ThreadLimit(lambda: _torch().get_num_threads(), lambda n: _torch().set_num_threads(n))
+_CV_THREADS = _ThreadLimit(lambda: _cv2().getNumThreads(), lambda n: _cv2().setNumThreads(n))
+
+
+def request_threads(n: int | None = None) -> contextlib.AbstractContextManager[None]:
+    """Run the block's torch CPU ops with ``n`` (default :data:`REQUEST_THREADS`) intra-op threads, the previous
+    count restored when the last of any concurrent users leaves (the setting is process-wide)."""
+    return _TORCH_THREADS.at_most(REQUEST_THREADS if n is None else n)
 
 
 #: OpenCV threads for a video frame's motion-compensated update: one.  Its images are small (a 240 px flow copy,
 #: cells of a quarter tile, crops of 5 % of the frame): on a 2-core CPU OpenCV's second thread saves no wall time there
-#: and costs ~2 ms of CPU a frame in thread hand-offs (``foveate bench-video --cv-threads``, BENCHMARKS.md); a whole
-#: frame's encode (keyframes, from scratch) keeps OpenCV's default.
+#: and costs CPU in thread hand-offs (``foveate bench-video --cv-threads``, BENCHMARKS.md); a whole frame's encode
+#: (keyframes, from scratch) keeps OpenCV's default.
 VIDEO_UPDATE_CV_THREADS = 1
 
-_cv_lock = threading.Lock()
-_cv_users = 0
-_cv_saved = 0
 
-
-@contextlib.contextmanager
-def cv_threads(n: int) -> Iterator[None]:
+def cv_threads(n: int) -> contextlib.AbstractContextManager[None]:
     """Run the block's OpenCV calls on at most ``n`` threads, OpenCV's count restored when the last of any concurrent
     users leaves (the setting is process-wide, as :func:`request_threads`' is for torch)."""
-    global _cv_users, _cv_saved
-    import cv2
-
-    with _cv_lock:
-        if _cv_users == 0:
-            _cv_saved = cv2.getNumThreads()
-            if _cv_saved > n:
-                cv2.setNumThreads(n)
-        _cv_users += 1
-    try:
-        yield
-    finally:
-        with _cv_lock:
-            _cv_users -= 1
-            if _cv_users == 0 and cv2.getNumThreads() != _cv_saved:
-                cv2.setNumThreads(_cv_saved)
+    return _CV_THREADS.at_most(n)
 
 
 def cpu_cores() -> int:
