@@ -176,8 +176,12 @@ def info(
     if "text" in tex.extras:
         t = tex.extras["text"]
         tm = t.get("timings_ms", {})
-        out.print(f"text: {len(t['lines'])} OCR lines ({t['engine']}), OCR {tm.get('ocr', 0):.0f} ms, "
-                  f"line embeddings {tm.get('embed', 0):.0f} ms ({t['embedder']})", highlight=False, markup=False)
+        how = t.get("ocr", {})
+        gate = how.get("gate")
+        mode = f"ocr={how['mode']}" + (f", gate: {gate['detector']} ({gate['ms']:.0f} ms)" if gate else "") if how else ""
+        out.print(f"text: {len(t['lines'])} OCR lines ({t['engine']}{'; ' + mode if mode else ''}), OCR "
+                  f"{tm.get('ocr', 0):.0f} ms, line embeddings {tm.get('embed', 0):.0f} ms ({t['embedder']})",
+                  highlight=False, markup=False)
     if "semantic" in tex.extras:
         m = tex.extras["semantic"]
         out.print(f"semantic: {m['encoder']} {m['model']}, {m['dim']}-d patch embeddings on a {m['patch_grid']} grid, "

@@ -65,6 +65,10 @@ def to_storage(maps: list, device: torch.device) -> list[torch.Tensor]:
 #: member); one thread takes 9 ms idle, 17 ms busy.  Per-request latency must not depend on the neighbours, and a server gets its
 #: parallelism from concurrent requests.
 REQUEST_THREADS = 1
+#: torch threads for the encode's MiniLM pass over a page's OCR lines: one.  It runs on the text group's worker thread
+#: beside the other channel groups (:func:`encode_overlap`), which keep the other core busy; a two-thread team then
+#: waits for its descheduled member (see above).
+ENCODE_TORCH_THREADS = 1
 
 class _ThreadLimit:
     """A process-wide thread count (``get`` / ``set``) lowered to at most ``n`` while any user is inside

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from ...core.channels import ChannelGroup, register_group
+from ...core.device import ENCODE_TORCH_THREADS, request_threads
 from .embed import TEXT_EMBEDDER, embed_texts
 from .ocr import OCR_ENGINE, OcrLine, ocr_result
 
@@ -102,7 +103,8 @@ def _text_group(ctx: EncodeContext) -> np.ndarray:
     result = ocr_result(ctx.image, ctx.config.option("ocr"))
     lines = result.lines
     t1 = time.perf_counter()
-    emb = embed_texts([ln.text for ln in lines])
+    with request_threads(ENCODE_TORCH_THREADS):
+        emb = embed_texts([ln.text for ln in lines])
     t2 = time.perf_counter()
     ctx.tensors["text_embeddings"] = emb.astype(np.float16)
     ctx.extras["text"] = {
