@@ -118,7 +118,7 @@ def bench_corpus(folder: str | Path, *, modes: tuple[str, ...] = ("auto", "alway
              "lines": sum(len(r["modes"][m]["lines"]) for r in per_image)}
         gates = [r["modes"][m]["gate"] for r in per_image if r["modes"][m]["gate"]]
         if gates:
-            s["detector"] = {k: sum(g["detector"] == k for g in gates) for k in ("none", "regions", "full")}
+            s["detector"] = {k: sum(g["detector"] == k for g in gates) for k in ("none", "full")}
         result["summary"][m] = s
     if "auto" in modes and "always" in modes:
         found = same = a_found = a_same = a_total = 0
@@ -147,14 +147,14 @@ def bench_corpus(folder: str | Path, *, modes: tuple[str, ...] = ("auto", "alway
 def _print(console: Console, result: dict) -> None:
     t = Table(title=f"{result['label'] or result['folder']}: {result['images']} distinct images, preset "
                     f"{result['preset']}, encode ms per image (median \\[p25-p75])", box=None)
-    for col in ("OCR", "encode", "images without text", "text group", "OCR lines", "detector (none/regions/full)"):
+    for col in ("OCR", "encode", "images without text", "text group", "OCR lines", "gate: no text / read"):
         t.add_column(col, justify="left" if col == "OCR" else "right")
     for m, s in result["summary"].items():
         e, n, x = s["encode_ms"], s["encode_ms_no_text"], s["text_ms"]
         det = s.get("detector")
         t.add_row(m, f"{e['median']:.0f} \\[{e['p25']:.0f}-{e['p75']:.0f}]",
                   f"{n['median']:.0f} ({n['n']})" if n["n"] else "-", f"{x['median']:.0f}", str(s["lines"]),
-                  f"{det['none']}/{det['regions']}/{det['full']}" if det else "-")
+                  f"{det['none']} / {det['full']}" if det else "-")
     console.print(t)
     r = result.get("recall")
     if r:
