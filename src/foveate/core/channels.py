@@ -25,7 +25,7 @@ import numpy as np
 
 from . import ops
 from .config import EncodeConfig
-from .errors import ConfigError
+from .errors import ConfigError, FoveateError
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,9 @@ class ChannelGroup:
             start it on a worker thread before the other groups and collect it in its turn
             (:func:`foveate.core.device.encode_overlap` decides).  It must read only ``ctx.image``, ``ctx.config``
             and ``ctx.grid`` and write only its own keys of ``ctx.extras`` / ``ctx.tensors``.
+        fallible: the generator runs a model that may fail on a valid image (OCR on a 10x10000 strip): an
+            exception that is not a ``FoveateError`` leaves the group absent, with a note in
+            ``Texture.extras["notes"]``, instead of failing the encode.
     """
 
     name: str
@@ -58,6 +61,7 @@ class ChannelGroup:
     pixels: Callable[[EncodeContext], np.ndarray] | None = None
     finish: Callable[[np.ndarray, int], np.ndarray] | None = None
     background: bool = False
+    fallible: bool = False
 
 
 _REGISTRY: dict[str, ChannelGroup] = {}
@@ -377,11 +381,22 @@ def run_groups(ctx: EncodeContext, names: tuple[str, ...], generators: dict[str,
     blocks, channels, timings, absent = [], [], {}, []
     for name in names:
         group = get_group(name)
-        if name in started:
-            out, timings[name] = started.pop(name).result()
-        else:
-            t0 = time.perf_counter()
-            out = gens[name](ctx)
+        t0 = time.perf_counter()
+        try:
+            if name in started:
+                out, timings[name] = started.pop(name).result()
+            else:
+                out = gens[name](ctx)
+        except FoveateError:
+            raise
+        except Exception as exc:
+            if not group.fallible:
+                raise
+            out = None  # degrade: the group is absent and the texture says why
+            reason = (str(exc).strip() or type(exc).__name__).splitlines()[0][:200]
+            ctx.extras.setdefault("notes", []).append(
+                f"the {name} group is absent: its generator failed on this image ({type(exc).__name__}: {reason})")
+        if name not in timings:
             timings[name] = (time.perf_counter() - t0) * 1000.0
         if out is None:
             out = np.zeros((gh, gw, len(group.channels)), np.float32)

@@ -121,5 +121,5 @@ register_group(
     ChannelGroup("text", ("text", "text_density"), _text_group, "high",
                  "OCR (rapidocr) where a detector pass on a small copy finds text (ocr=auto) or on the whole "
                  "image (ocr=always): text-line mask and characters per tile; lines, words and MiniLM line "
-                 "embeddings are stored with the texture", background=True),
+                 "embeddings are stored with the texture", background=True, fallible=True),
     presets=("default",))
