@@ -137,8 +137,9 @@ def run_ocr(image: np.ndarray, mode: str = DEFAULT_OCR_MODE) -> OcrResult:
         raise ConfigError(f"unknown OCR mode {mode!r}; choose one of {', '.join(OCR_MODES)}")
     h, w = image.shape[:2]
     if min(h, w) < 8:
-        return OcrResult([], mode, {"detector": "none", "regions": 0, "share": 0.0, "ms": 0.0} if mode == "auto"
-                         else None)
+        from .gate import GateResult
+
+        return OcrResult([], mode, GateResult("none").to_dict() if mode == "auto" else None)
     bgr = np.ascontiguousarray(image[..., ::-1])
     engine = ocr_engine()
     gate = None
