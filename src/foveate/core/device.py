@@ -141,8 +141,9 @@ def cpu_cores() -> int:
 
 def ocr_threads() -> int:
     """onnxruntime intra-op threads of the OCR models: every core (``$FOVEATE_OCR_THREADS`` overrides).  The
-    detector and recognizer are large convolutions on large inputs: on 2 cores two threads run them 1.8-1.9x as
-    fast as one (BENCHMARKS.md), unlike a query's small MiniLM pass (:data:`REQUEST_THREADS`)."""
+    detector and recognizer are large convolutions on large inputs: on 2 cores two threads ran them 1.8-1.9x as
+    fast as one when this was written (not recorded in BENCHMARKS.md), unlike a query's small MiniLM pass
+    (:data:`REQUEST_THREADS`)."""
     env = os.environ.get("FOVEATE_OCR_THREADS", "").strip()
     if env:
         try:

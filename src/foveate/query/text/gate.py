@@ -16,10 +16,10 @@ holds any text -- and then recognises every line it finds.  The gate (``ocr="aut
 Detecting only in the blobs' windows of the full-resolution input, the obvious next saving, does not give the same
 lines: the detector's answer at a pixel depends on context across the whole image (see the blank-image response
 above), so windows move boxes by a pixel or two and the recognizer -- which reads each line in a batch padded to
-its neighbours -- then reads ~45 % of a photo's lines differently (``foveate bench --folder``; BENCHMARKS.md).  What
-the gate costs is the text it does not see: print a few pixels high once the copy is shrunk, or a faint fragment the
-full-scale detector reads into a texture.  The constants were chosen on the shared photo and form sets (BENCHMARKS.md
-gives the line recall per setting).
+its neighbours -- then reads ~45 % of a photo's lines differently (``foveate bench --folder`` on that variant, not
+kept and not recorded in BENCHMARKS.md).  What the gate costs is the text it does not see: print a few pixels
+high once the copy is shrunk, or a faint fragment the full-scale detector reads into a texture.  The constants were chosen on the shared photo and form sets (BENCHMARKS.md
+gives the line recall of these constants).
 """
 
 from __future__ import annotations
