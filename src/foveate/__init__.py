@@ -2,42 +2,31 @@
 
 Encode an image once into a mipmapped multi-channel texture (:func:`encode`), then answer many queries
 cheaply (:func:`select`), each with a fixed budget of tokens at the level of detail each region needs.
+
+Importing the package is cheap: every name below is loaded from its module on first use (PEP 562), so torch,
+OpenCV, onnxruntime and scikit-image load only when something needs them (``tests/test_imports.py``).  The
+built-in channel groups and query terms (text, emphasis, semantic) register themselves when the registries are
+first read (``foveate.core.channels``, ``foveate.query.terms``).
 """
 
-from .core.channels import ChannelGroup, list_groups, register_group
-from .core.config import EncodeConfig, SelectConfig
-from .core.errors import (
-    BudgetError,
-    ConfigError,
-    DeviceError,
-    FoveateError,
-    ImageDecodeError,
-    ImageError,
-    ImageTooLargeError,
-    NoImageSetError,
-    QueryError,
-    TextureFormatError,
-    UnsupportedInputError,
-    VideoError,
-)
-from .core.io import load_image
-from .core.texture import Texture, encode
-from .predictor import FoveatePredictor
-from .query.query import Query
-from .query.scorer import Scorer
-from .selection import Selection, select
-from .video import FrameReader, VideoConfig, VideoPredictor, VideoState, read_frames
-
-# the text, emphasis and semantic channel groups and query terms register themselves on import; this order is the
-# order of foveate.query.terms.QUERY_TERMS (prompt, text, emphasis, semantic), which the scorer's weights follow
-from .query import text as _text, emphasis as _emphasis, semantic as _semantic  # noqa: F401
+from ._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "BudgetError", "ChannelGroup", "ConfigError", "DeviceError", "EncodeConfig", "FoveateError",
-    "FoveatePredictor", "ImageDecodeError", "ImageError", "ImageTooLargeError", "NoImageSetError", "Query",
-    "QueryError", "Scorer", "SelectConfig", "Selection", "Texture", "TextureFormatError",
-    "UnsupportedInputError", "VideoConfig", "VideoError", "VideoPredictor", "VideoState", "FrameReader", "encode",
-    "list_groups", "load_image", "read_frames", "register_group", "select",
-]
+_ERRORS = ("BudgetError", "ConfigError", "DeviceError", "FoveateError", "ImageDecodeError", "ImageError",
+           "ImageTooLargeError", "NoImageSetError", "QueryError", "TextureFormatError", "UnsupportedInputError",
+           "VideoError")
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    **{name: ".core.errors" for name in _ERRORS},
+    "ChannelGroup": ".core.channels", "list_groups": ".core.channels", "register_group": ".core.channels",
+    "EncodeConfig": ".core.config", "SelectConfig": ".core.config",
+    "load_image": ".core.io",
+    "Texture": ".core.texture", "encode": ".core.texture",
+    "FoveatePredictor": ".predictor",
+    "Query": ".query.query",
+    "Scorer": ".query.scorer",
+    "Selection": ".selection", "select": ".selection",
+    "FrameReader": ".video", "VideoConfig": ".video", "VideoPredictor": ".video", "VideoState": ".video",
+    "read_frames": ".video",
+})

@@ -59,3 +59,20 @@ def test_request_threads_from_several_threads(two_threads):
         t.join()
     assert seen == [1, 1, 1, 1]
     assert torch.get_num_threads() == 2
+
+
+def test_cv_threads_lowers_opencv_and_restores_it():
+    import cv2
+
+    from foveate.core.device import cv_threads
+
+    before = cv2.getNumThreads()
+    cv2.setNumThreads(2)
+    try:
+        with cv_threads(1):
+            assert cv2.getNumThreads() == 1
+            with cv_threads(1):
+                assert cv2.getNumThreads() == 1
+        assert cv2.getNumThreads() == 2
+    finally:
+        cv2.setNumThreads(before)

@@ -294,7 +294,12 @@ def test_encode_into_store_is_resumable(tmp_path):
     with TextureStore(tmp_path / "s") as st:
         first = encode_into_store(st, paths, cfg, workers=2)
         assert (first.count("encoded"), first.count("stored"), first.count("failed")) == (3, 0, 1)
+        d1 = first.to_dict()  # throughput: encoded images per minute of wall time, and the median encode
+        assert d1["encoded_per_min"] == pytest.approx(60.0 * 3 / first.seconds, rel=0.01)
+        assert d1["encode_ms_median"] == pytest.approx(sorted(r.encode_ms for r in first.results
+                                                              if r.status == "encoded")[1], abs=0.1)
         second = encode_into_store(st, paths, cfg, workers=2)
+        assert second.to_dict()["encoded_per_min"] == 0 and second.to_dict()["encode_ms_median"] is None
         assert (second.count("encoded"), second.count("stored"), second.count("failed")) == (0, 3, 1)
         assert "not a readable image" in second.to_dict()["failures"][str(d / "broken.png")]
         assert {r.id for r in second.results if r.id} == set(st.ids())
@@ -317,7 +322,7 @@ def test_store_commands(tmp_path):
     store = tmp_path / "store"
     r = run("encode", "--store", store, d, "--preset", "fast", "--workers", "2")
     assert r.returncode == 0, r.stderr
-    assert "3 images" in r.stdout and "3 encoded" in r.stdout and "images/s" in r.stdout
+    assert "3 images" in r.stdout and "3 encoded" in r.stdout and "images/s" in r.stdout and "pages/min" in r.stdout
     r = run("encode", "--store", store, d, d / "i0.png", "--preset", "fast")
     assert r.returncode == 0 and "0 encoded, 3 already stored" in r.stdout
     r = run("store", "ls", "--store", store, "--json")

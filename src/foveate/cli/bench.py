@@ -42,8 +42,26 @@ def bench(
     json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
     device: str = DeviceOpt,
     weights: str = WeightsOpt,
+    folder: Optional[Path] = typer.Option(None, "--folder", help="Instead: encode every image of this folder (or of "
+                                                                 "its images/) once per --ocr mode, distinct images, "
+                                                                 "no cache: per-image encode and OCR line recall."),
+    ocr: str = typer.Option("auto,always", "--ocr", help="--folder: OCR modes to compare (auto, always)."),
+    limit: Optional[int] = typer.Option(None, "--limit", help="--folder: the first N images (after one warm-up)."),
 ) -> None:
-    """Benchmark encode (per channel group), select (scoring + cascade, and with the token cut) and memory."""
+    """Benchmark encode (per channel group), select (scoring + cascade, and with the token cut) and memory; or,
+    with --folder, the per-image encode of a folder with gated and full-page OCR."""
+    if folder is not None:
+        from ..bench.corpus import bench_corpus
+        from ..core.config import OCR_MODES
+
+        modes = tuple(m.strip() for m in ocr.split(",") if m.strip())
+        if not modes or any(m not in OCR_MODES for m in modes):
+            raise typer.BadParameter(f"--ocr takes {' and/or '.join(OCR_MODES)}, got {ocr!r}")
+        if not folder.is_dir():
+            raise typer.BadParameter(f"{folder} is not a folder", param_hint="--folder")
+        bench_corpus(folder, modes=modes, preset=presets.split(",")[0] if presets != "fast,default,full" else "default",
+                     limit=limit, console=out, json_path=json_path)
+        return
     from ..bench.encode import run_bench
 
     run_bench([_resolve_input(p) for p in image], repeats=repeats, presets=[p for p in presets.split(",") if p],

@@ -11,8 +11,7 @@ import typer
 from rich.console import Console
 
 from ..core.config import EncodeConfig, replace_config
-from ..core.errors import FoveateError
-from ..core.io import DEFAULT_MAX_PIXELS
+from ..core.errors import ConfigError, FoveateError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Encode an image once; select a fixed budget of VLM tokens per query.")
@@ -25,7 +24,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 PresetOpt = typer.Option("default", "--preset", "-p", help="Channel preset: fast, default or full.")
 PatchOpt = typer.Option(16, "--patch-size", help="Tile / token side P in pixels.")
 LevelsOpt = typer.Option(5, "--max-levels", help="Pyramid levels (0..N-1); fewer for small images.")
-MaxPixOpt = typer.Option(DEFAULT_MAX_PIXELS, "--max-pixels", help="Refuse images with more pixels than this.")
+MaxPixOpt = typer.Option(EncodeConfig.max_pixels, "--max-pixels", help="Refuse images with more pixels than this.")
 DeviceOpt = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N.")
 WeightsOpt = typer.Option("default", "--weights", help="Relevance weights: default (the trained weights foveate "
                                                         "ships), handset, or a file written by foveate train.")
@@ -33,17 +32,23 @@ SemanticOpt = typer.Option(None, "--semantic-model",
                            help="Local CLIP checkpoint directory (or an id already in the model cache) for the "
                                 "semantic channels; adds the semantic group to any preset.  Without it, "
                                 "$FOVEATE_SEMANTIC_MODEL configures the group of presets that have it (full).")
+OcrOpt = typer.Option("auto", "--ocr", help="Text group (default and full presets): auto = OCR only where a detector "
+                                             "pass on a small copy finds text; always = the whole image.")
 
 
 def _encode_config(preset: str, patch_size: int, max_levels: int, max_pixels: int,
-                   semantic_model: Optional[str] = None) -> EncodeConfig:
-    cfg = EncodeConfig(preset=preset, patch_size=patch_size, max_levels=max_levels, max_pixels=max_pixels)
+                   semantic_model: Optional[str] = None, ocr: str = "auto") -> EncodeConfig:
+    try:
+        cfg = EncodeConfig(preset=preset, patch_size=patch_size, max_levels=max_levels, max_pixels=max_pixels,
+                           options={"ocr": ocr})
+    except ConfigError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--ocr") from None
     if semantic_model:
         from ..core.channels import resolve_groups
 
         groups = resolve_groups(cfg)
         cfg = replace_config(cfg, {"groups": groups + ("semantic",) * ("semantic" not in groups),
-                                   "options": {"semantic_model": semantic_model}})
+                                   "options": {**dict(cfg.options), "semantic_model": semantic_model}})
     return cfg
 
 

@@ -12,8 +12,9 @@ from rich.table import Table
 
 from ..core.config import DEFAULT_BUDGET, EncodeConfig, SelectConfig
 from ..core.errors import FoveateError
-from .common import (DeviceOpt, LevelsOpt, MaxPixOpt, PatchOpt, PresetOpt, SemanticOpt, WeightsOpt, _encode_config,
-                     _prompt_query, _resolve_input, _say_absent_once, _slug, _texture_for, app, err, out)
+from .common import (DeviceOpt, LevelsOpt, MaxPixOpt, OcrOpt, PatchOpt, PresetOpt, SemanticOpt, WeightsOpt,
+                     _encode_config, _prompt_query, _resolve_input, _say_absent_once, _slug, _texture_for, app, err,
+                     out)
 
 
 @app.command()
@@ -29,6 +30,7 @@ def encode(
     preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
     max_pixels: int = MaxPixOpt, device: str = DeviceOpt, semantic_model: Optional[str] = SemanticOpt,
     weights: str = WeightsOpt,
+    ocr: str = OcrOpt,
 ) -> None:
     """Encode image(s) once into texture file(s) (.fvt), or into a texture store (--store), that
     `foveate select` and `foveate serve` answer queries from.  Textures do not depend on the relevance weights
@@ -38,7 +40,7 @@ def encode(
 
     load_weights(weights)
 
-    config = _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model)
+    config = _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model, ocr)
     if store is not None:
         if output is not None:
             raise FoveateError("pass either --store DIR or -o/--output, not both")
@@ -97,6 +99,7 @@ def select(
     json_out: bool = typer.Option(False, "--json", help="Print the selection JSON to stdout instead of a table."),
     preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
     max_pixels: int = MaxPixOpt, device: str = DeviceOpt, semantic_model: Optional[str] = SemanticOpt,
+    ocr: str = OcrOpt,
 ) -> None:
     """Select tokens for one or more queries and write selection.json, overlay.png, mosaic.png,
     tokens.safetensors and crops/ per query.  A saved .fvt is not encoded again."""
@@ -111,7 +114,7 @@ def select(
         raise FoveateError("--max-crops and --vlm-patch must be at least 1")
     queries = [_prompt_query(t, point, neg_point, box) for t in (list(query) or [None])]
     src = _resolve_input(source)
-    enc = _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model)
+    enc = _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model, ocr)
     if src.suffix != ".fvt" and cfg.mode == "quadtree":  # what the budget can cover, from the header alone
         from ..core.io import peek_size
         from ..selection.quadtree import check_cover
@@ -161,12 +164,18 @@ def info(
     source: str = typer.Argument(..., help="A saved .fvt texture or an image (encoded first)."),
     preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
     max_pixels: int = MaxPixOpt, device: str = DeviceOpt, semantic_model: Optional[str] = SemanticOpt,
+    ocr: str = OcrOpt,
 ) -> None:
     """Show a texture's channels, levels, memory and encode timings."""
     from ..core.channels import get_group
 
-    tex = _texture_for(_resolve_input(source), _encode_config(preset, patch_size, max_levels, max_pixels,
-                                                              semantic_model), device)
+    path = _resolve_input(source)
+    if path.suffix == ".fvt":  # the file's header says it all: no tensors read, no torch imported
+        from ..core.fvt import read_header
+
+        tex = read_header(path)
+    else:
+        tex = _texture_for(path, _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model, ocr), device)
     h, w = tex.image_size
     out.print(f"[bold]{source}[/]  {w}x{h} px, patch {tex.patch_size}, id {tex.id}", highlight=False)
     groups = Table("group", "channels", "slice", "encode ms", "status", "description", box=None)
@@ -186,8 +195,12 @@ def info(
     if "text" in tex.extras:
         t = tex.extras["text"]
         tm = t.get("timings_ms", {})
-        out.print(f"text: {len(t['lines'])} OCR lines ({t['engine']}), OCR {tm.get('ocr', 0):.0f} ms, "
-                  f"line embeddings {tm.get('embed', 0):.0f} ms ({t['embedder']})", highlight=False, markup=False)
+        how = t.get("ocr", {})
+        gate = how.get("gate")
+        mode = f"ocr={how['mode']}" + (f", gate: {gate['detector']} ({gate['ms']:.0f} ms)" if gate else "") if how else ""
+        out.print(f"text: {len(t['lines'])} OCR lines ({t['engine']}{'; ' + mode if mode else ''}), OCR "
+                  f"{tm.get('ocr', 0):.0f} ms, line embeddings {tm.get('embed', 0):.0f} ms ({t['embedder']})",
+                  highlight=False, markup=False)
     if "semantic" in tex.extras:
         m = tex.extras["semantic"]
         out.print(f"semantic: {m['encoder']} {m['model']}, {m['dim']}-d patch embeddings on a {m['patch_grid']} grid, "
@@ -220,7 +233,9 @@ def _encode_into_store(store_dir: Path, images: list[str], config: EncodeConfig,
         summary = encode_into_store(st, paths, config, workers=workers or None, on_result=on_result)
         stats = st.stats()
     d = summary.to_dict()
-    out.print(f"{d['images']} images in {d['seconds']:.1f} s ({d['images_per_s']:.2f} images/s, "
+    rate = (f"{d['encoded_per_min']:.1f} pages/min encoded, median encode {d['encode_ms_median']:.0f} ms, "
+            if d["encoded"] else "")
+    out.print(f"{d['images']} images in {d['seconds']:.1f} s ({rate}{d['images_per_s']:.2f} images/s, "
               f"{d['encoded_megapixels_per_s']:.2f} encoded MP/s): {d['encoded']} encoded, {d['skipped']} already "
               f"stored (skipped), {d['failed']} failed.  Store {store_dir}: {stats['entries']} textures, "
               f"{stats['bytes'] / 2**20:.1f} MiB", highlight=False)

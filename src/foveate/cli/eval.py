@@ -52,6 +52,9 @@ def eval_command(
                                           "gain nothing from more than 1 on a loaded machine)."),
     preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
     max_pixels: int = MaxPixOpt, device: str = DeviceOpt,
+    text_ocr: str = typer.Option("auto", "--text-ocr", help="The texture's OCR (encode's --ocr): auto = only where "
+                                                           "a detector pass on a small copy finds text; always = "
+                                                           "the whole image."),
 ) -> None:
     """Measure on annotated data whether the selected tokens cover what each query asks about, next to the
     uniform, random, query-blind and oracle baselines at the same budget(s).  Writes eval.json (every
@@ -72,7 +75,8 @@ def eval_command(
     for w in [weights, *compare_weights]:
         load_weights(w)  # fail now, not after the encodes
     config = EvalConfig(
-        budgets=_numbers(budget, "--budget", kind=int), encode=_encode_config(preset, patch_size, max_levels, max_pixels),
+        budgets=_numbers(budget, "--budget", kind=int),
+        encode=_encode_config(preset, patch_size, max_levels, max_pixels, ocr=text_ocr),
         select=sel, variants=tuple(parse_variant(v, sel) for v in variant),
         baselines=BASELINES if baselines == "all" else tuple(b.strip() for b in baselines.split(",")
                                                               if b.strip() and baselines != "none"), min_px=min_px,

@@ -40,7 +40,7 @@ def store_ls(store: Optional[Path] = StoreOpt,
              order: str = typer.Option("last_access", "--order", help="last_access, size or created."),
              json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List stored textures, most recently used first."""
-    from ..core.texture import FORMAT_VERSION
+    from ..core.fvt import FORMAT_VERSION
 
     with _open_store(store) as st:
         entries = st.entries(order)

@@ -15,6 +15,7 @@ text mask (41 channels)::
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -43,6 +44,10 @@ class ChannelGroup:
             and ``finish(tile_means (..., k), patch) -> (..., len(channels))`` (``None``: the identity).  Video
             motion compensation keeps such maps at a finer resolution than the tiles and moves them with the
             camera.
+        background: slow, and spends its time in code that releases the GIL (model inference): an encode may
+            start it on a worker thread before the other groups and collect it in its turn
+            (:func:`foveate.core.device.encode_overlap` decides).  It must read only ``ctx.image``, ``ctx.config``
+            and ``ctx.grid`` and write only its own keys of ``ctx.extras`` / ``ctx.tensors``.
         fallible: the generator runs a model that may fail on a valid image (OCR on a 10x10000 strip): an
             exception that is not a ``FoveateError`` leaves the group absent, with a note in
             ``Texture.extras["notes"]``, instead of failing the encode.
@@ -55,6 +60,7 @@ class ChannelGroup:
     description: str
     pixels: Callable[[EncodeContext], np.ndarray] | None = None
     finish: Callable[[np.ndarray, int], np.ndarray] | None = None
+    background: bool = False
     fallible: bool = False
 
 
@@ -72,8 +78,30 @@ PRESETS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: modules outside ``core`` that register built-in groups (``text``, ``semantic``) when imported; loaded the first
+#: time the registry is used, so that ``import foveate`` stays light and the presets are complete when read
+BUILTIN_GROUP_MODULES = ("foveate.query.text.group", "foveate.query.semantic")
+_builtins_loaded = False
+
+
+def _load_builtin_groups() -> None:
+    global _builtins_loaded
+    if not _builtins_loaded:
+        _builtins_loaded = True
+        import importlib
+
+        registered = dict(_REGISTRY)
+        for module in BUILTIN_GROUP_MODULES:
+            importlib.import_module(module)
+        _REGISTRY.update(registered)  # a group a caller registered under a built-in's name stays theirs
+
+
 def register_group(group: ChannelGroup, presets: tuple[str, ...] = ()) -> ChannelGroup:
     """Add (or replace) a group in the registry and, optionally, to named presets (kept in layout order)."""
+    return _add_group(group, presets)
+
+
+def _add_group(group: ChannelGroup, presets: tuple[str, ...] = ()) -> ChannelGroup:
     _REGISTRY[group.name] = group
     if group.name not in LAYOUT_ORDER:
         LAYOUT_ORDER.append(group.name)
@@ -84,6 +112,7 @@ def register_group(group: ChannelGroup, presets: tuple[str, ...] = ()) -> Channe
 
 
 def get_group(name: str) -> ChannelGroup:
+    _load_builtin_groups()
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -91,11 +120,13 @@ def get_group(name: str) -> ChannelGroup:
 
 
 def list_groups() -> list[str]:
+    _load_builtin_groups()
     return [g for g in LAYOUT_ORDER if g in _REGISTRY]
 
 
 def resolve_groups(config: EncodeConfig) -> tuple[str, ...]:
     """The groups a config asks for, in layout order."""
+    _load_builtin_groups()
     if config.groups is not None:
         names = tuple(config.groups)
         if not names:
@@ -278,48 +309,84 @@ def _temporal(ctx: EncodeContext) -> np.ndarray | None:
     return None if maps is None else np.asarray(maps, np.float32)
 
 
-register_group(ChannelGroup("rgb", ("r", "g", "b"), _rgb, "free", "mean colour of the tile", pixels=_rgb_pixels))
-register_group(ChannelGroup("edges", ("edges_dark", "edges_light"), _edges, "low",
+_add_group(ChannelGroup("rgb", ("r", "g", "b"), _rgb, "free", "mean colour of the tile", pixels=_rgb_pixels))
+_add_group(ChannelGroup("edges", ("edges_dark", "edges_light"), _edges, "low",
                             "Sobel edges split by polarity (dark-on-light, light-on-dark), contrast-normalised",
                             pixels=_edges_pixels))
-register_group(ChannelGroup("frequency", ("highpass", "lowpass"), _frequency, "low",
+_add_group(ChannelGroup("frequency", ("highpass", "lowpass"), _frequency, "low",
                             "fine-detail energy |I-G1*I| and structure energy |G1*I-G4*I|",
                             pixels=_frequency_pixels, finish=_frequency_finish))
-register_group(ChannelGroup("motion", ("motion",), _motion, "free",
+_add_group(ChannelGroup("motion", ("motion",), _motion, "free",
                             "temporal difference to the previous frame (0 for still images)"))
-register_group(ChannelGroup("saliency", ("saliency",), _saliency, "low", "spectral-residual saliency"))
-register_group(ChannelGroup("position", ("x", "y", "eccentricity"), _position, "free",
+_add_group(ChannelGroup("saliency", ("saliency",), _saliency, "low", "spectral-residual saliency"))
+_add_group(ChannelGroup("position", ("x", "y", "eccentricity"), _position, "free",
                             "tile centre in [0,1] and distance from the image centre"))
-register_group(ChannelGroup("clusters", ("cluster_id", "cluster_dist", "cluster_size"), _clusters, "medium",
+_add_group(ChannelGroup("clusters", ("cluster_id", "cluster_dist", "cluster_size"), _clusters, "medium",
                             "SLIC superpixel (~50): id, distance from its centroid, its size"))
-register_group(ChannelGroup("temporal", ("prev_relevance", "prev_saliency", "fixations"), _temporal, "low",
+_add_group(ChannelGroup("temporal", ("prev_relevance", "prev_saliency", "fixations"), _temporal, "low",
                             "previous relevance and saliency warped by optical flow, fixation history (video)"))
-register_group(ChannelGroup("distance", ("edge_distance",), _distance, "low",
+_add_group(ChannelGroup("distance", ("edge_distance",), _distance, "low",
                             "distance to the nearest edge, d/(d+P)", pixels=_distance_pixels,
                             finish=_distance_finish))
-register_group(ChannelGroup("attention", ("attn_vlm", "attn_accum", "gaze"), _absent, "free",
+_add_group(ChannelGroup("attention", ("attn_vlm", "attn_accum", "gaze"), _absent, "free",
                             "caller-supplied maps (Texture.attach): VLM attention, accumulated attention, gaze"))
-register_group(ChannelGroup("boundaries", ("boundaries",), _boundaries, "low",
+_add_group(ChannelGroup("boundaries", ("boundaries",), _boundaries, "low",
                             "superpixel boundaries weighted by colour contrast (object-boundary proxy)"))
-# "semantic" and "text" register themselves from foveate.query.semantic and foveate.query.text (imported by the
-# package).
+# "semantic" and "text" register themselves from foveate.query.semantic and foveate.query.text.group
+# (BUILTIN_GROUP_MODULES, loaded on first use of the registry).
+
+
+class _Background(threading.Thread):
+    """A generator run on its own thread; :meth:`result` joins it and returns (or raises) what it did."""
+
+    def __init__(self, fn: Callable[[EncodeContext], Any], ctx: EncodeContext, name: str) -> None:
+        super().__init__(name=f"foveate-{name}", daemon=True)
+        self.fn, self.ctx, self.out, self.exc, self.ms = fn, ctx, None, None, 0.0
+        self.start()
+
+    def run(self) -> None:
+        t0 = time.perf_counter()
+        try:
+            self.out = self.fn(self.ctx)
+        except BaseException as exc:  # noqa: BLE001  (re-raised in the encoding thread)
+            self.exc = exc
+        self.ms = (time.perf_counter() - t0) * 1000.0
+
+    def result(self) -> tuple[Any, float]:
+        self.join()
+        if self.exc is not None:
+            raise self.exc
+        return self.out, self.ms
 
 
 def run_groups(ctx: EncodeContext, names: tuple[str, ...], generators: dict[str, Callable] | None = None
                ) -> tuple[np.ndarray, list[str], dict, tuple[str, ...]]:
-    """Run the generators of ``names`` in order (``generators`` replaces some by name: same contract).
+    """Run the generators of ``names`` in order (``generators`` replaces some by name: same contract).  Background
+    groups (:attr:`ChannelGroup.background`) start first, on worker threads, when
+    :func:`foveate.core.device.encode_overlap` says so and other groups run meanwhile.
 
     Returns:
         ``(x0, channel_names, timings_ms, absent)``: the level-0 texture (gh, gw, C) float32, the channel
-        names, milliseconds per group, and the groups present as zeros because their source is missing.
+        names, milliseconds per group (a background group's: on its own thread), and the groups present as zeros
+        because their source is missing.
     """
+    from .device import encode_overlap
+
     gh, gw = ctx.grid
+    gens = {name: (generators or {}).get(name, get_group(name).generator) for name in names}
+    background = [n for n in names if get_group(n).background and n not in (generators or {})]
+    started = {}
+    if background and len(background) < len(names) and encode_overlap():
+        started = {n: _Background(gens[n], ctx, n) for n in background}
     blocks, channels, timings, absent = [], [], {}, []
     for name in names:
         group = get_group(name)
         t0 = time.perf_counter()
         try:
-            out = (generators or {}).get(name, group.generator)(ctx)
+            if name in started:
+                out, timings[name] = started.pop(name).result()
+            else:
+                out = gens[name](ctx)
         except FoveateError:
             raise
         except Exception as exc:
@@ -329,7 +396,8 @@ def run_groups(ctx: EncodeContext, names: tuple[str, ...], generators: dict[str,
             reason = (str(exc).strip() or type(exc).__name__).splitlines()[0][:200]
             ctx.extras.setdefault("notes", []).append(
                 f"the {name} group is absent: its generator failed on this image ({type(exc).__name__}: {reason})")
-        timings[name] = (time.perf_counter() - t0) * 1000.0
+        if name not in timings:
+            timings[name] = (time.perf_counter() - t0) * 1000.0
         if out is None:
             out = np.zeros((gh, gw, len(group.channels)), np.float32)
             absent.append(name)

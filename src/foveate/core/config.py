@@ -16,8 +16,17 @@ import numpy as np
 
 from .errors import BudgetError, ConfigError
 
-#: Bump when a change to the channel generators changes the numbers they produce.
-ENCODER_VERSION = "1"
+#: Bump when a change to the channel generators changes the numbers they produce.  2: the text group reads only
+#: where its gate finds text by default (``ocr="auto"``).
+ENCODER_VERSION = "2"
+
+#: Values of the ``ocr`` option of the text group: ``auto`` (the default: OCR where a detector pass on a small copy
+#: finds text, :mod:`foveate.query.text.gate`) or ``always`` (the whole image, as before 0.2.0).
+OCR_MODES = ("auto", "always")
+#: Options of the built-in groups that have a default and a fixed set of values: ``name -> (default, values)``.  A
+#: config is checked against them when built, and an option at its default is dropped, so that ``EncodeConfig()``
+#: and ``EncodeConfig(options={"ocr": "auto"})`` are the same config (one hash).
+CHOICE_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {"ocr": ("auto", OCR_MODES)}
 
 DEFAULT_BUDGET = 273
 MODES = ("quadtree", "topk", "uniform")
@@ -35,7 +44,8 @@ class EncodeConfig:
         max_levels: number of pyramid levels (0..max_levels-1); small images get fewer, down to a 1x1 grid.
         max_pixels: decompression-bomb guard: larger images raise ``ImageTooLargeError`` before decoding.
         n_segments: target number of superpixels for the ``clusters`` and ``boundaries`` groups.
-        options: per-group options as sorted ``(key, value)`` pairs (e.g. a semantic model path); part of the hash.
+        options: per-group options as sorted ``(key, value)`` pairs (e.g. a semantic model path, ``ocr``: ``auto``
+            or ``always``, see :data:`CHOICE_OPTIONS`); part of the hash.
     """
 
     preset: str = "default"
@@ -57,9 +67,18 @@ class EncodeConfig:
             raise ConfigError(f"n_segments must be an integer in [1, 10000], got {self.n_segments!r}")
         if self.groups is not None:
             object.__setattr__(self, "groups", tuple(self.groups))
-        object.__setattr__(self, "options", tuple(sorted((str(k), str(v)) for k, v in dict(self.options).items())))
+        options = {str(k): str(v) for k, v in dict(self.options).items()}
+        for key, (default, values) in CHOICE_OPTIONS.items():
+            if key in options and options[key] not in values:
+                raise ConfigError(f"option {key}={options[key]!r} is not one of {', '.join(values)}")
+            if options.get(key) == default:
+                del options[key]
+        object.__setattr__(self, "options", tuple(sorted(options.items())))
 
     def option(self, key: str, default: str | None = None) -> str | None:
+        """An option's value: as set, else ``default``, else its :data:`CHOICE_OPTIONS` default."""
+        if default is None and key in CHOICE_OPTIONS:
+            default = CHOICE_OPTIONS[key][0]
         return dict(self.options).get(key, default)
 
     def to_dict(self) -> dict:

@@ -1,24 +1,40 @@
-"""The one place that decides device and dtype.
+"""The one place that decides device, dtype and CPU threads.
 
 Encoding runs its image filters in OpenCV on the CPU (10-20x faster than torch convolutions on 1-3 channel
 images); the feature texture, the scorer and the selection live on ``resolve_device(...)``.  Features are
 *stored* in ``STORAGE_DTYPE`` (half the bytes: a 40-channel 1024x1024 texture fits in < 1 MB) and *computed*
-in ``COMPUTE_DTYPE``.
+in ``COMPUTE_DTYPE``.  Threads: :data:`REQUEST_THREADS` for a query's MiniLM pass, :func:`ocr_threads` for the
+OCR models, :func:`encode_overlap` for running the OCR beside the other channel groups.
+
+torch is imported on first use (``STORAGE_DTYPE`` and ``COMPUTE_DTYPE`` are resolved lazily), so reading this
+module costs nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 from collections.abc import Iterator
-
-import numpy as np
-import torch
+from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import DeviceError
 
-STORAGE_DTYPE = torch.float16
-COMPUTE_DTYPE = torch.float32
+if TYPE_CHECKING:
+    import torch
+
+_DTYPES = {"STORAGE_DTYPE": "float16", "COMPUTE_DTYPE": "float32"}
+
+
+def __getattr__(name: str) -> Any:
+    """``STORAGE_DTYPE`` (torch.float16) and ``COMPUTE_DTYPE`` (torch.float32), torch imported on first read."""
+    if name in _DTYPES:
+        import torch
+
+        value = getattr(torch, _DTYPES[name])
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 #: torch runs an element-wise copy of fewer elements than this on the calling thread (``at::internal::GRAIN_SIZE``)
 _TORCH_GRAIN = 32768
@@ -29,10 +45,13 @@ def to_storage(maps: list, device: torch.device) -> list[torch.Tensor]:
     to move).  The conversion runs in pieces below torch's grain size, so on the calling thread: for maps this small
     torch's intra-op threads cost more than they save and keep spinning into what the process does next (see
     ``Texture.flat_features``); torch's vectorised float16 conversion is ~6x faster than NumPy's."""
+    import numpy as np
+    import torch
+
     out = []
     for m in maps:
         src = torch.from_numpy(np.ascontiguousarray(m))
-        dst = torch.empty(src.shape, dtype=STORAGE_DTYPE)
+        dst = torch.empty(src.shape, dtype=__getattr__("STORAGE_DTYPE"))
         flat_src, flat_dst = src.view(-1), dst.view(-1)
         for a in range(0, flat_src.numel(), _TORCH_GRAIN):
             flat_dst[a : a + _TORCH_GRAIN].copy_(flat_src[a : a + _TORCH_GRAIN])
@@ -46,31 +65,98 @@ def to_storage(maps: list, device: torch.device) -> list[torch.Tensor]:
 #: member); one thread takes 9 ms idle, 17 ms busy.  Per-request latency must not depend on the neighbours, and a server gets its
 #: parallelism from concurrent requests.
 REQUEST_THREADS = 1
+#: torch threads for the encode's MiniLM pass over a page's OCR lines: one.  It runs on the text group's worker thread
+#: beside the other channel groups (:func:`encode_overlap`), which keep the other core busy; a two-thread team then
+#: waits for its descheduled member (see above).
+ENCODE_TORCH_THREADS = 1
 
-_threads_lock = threading.Lock()
-_threads_users = 0
-_threads_saved = 0
+class _ThreadLimit:
+    """A process-wide thread count (``get`` / ``set``) lowered to at most ``n`` while any user is inside
+    :meth:`at_most`, restored when the last of any concurrent users leaves."""
+
+    def __init__(self, get: Callable[[], int], set_: Callable[[int], None]) -> None:
+        self.get, self.set = get, set_
+        self.lock = threading.Lock()
+        self.users = self.saved = 0
+
+    @contextlib.contextmanager
+    def at_most(self, n: int) -> Iterator[None]:
+        with self.lock:
+            if self.users == 0:
+                self.saved = self.get()
+                if self.saved > n:
+                    self.set(n)
+            self.users += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.users -= 1
+                if self.users == 0 and self.get() != self.saved:
+                    self.set(self.saved)
 
 
-@contextlib.contextmanager
-def request_threads(n: int | None = None) -> Iterator[None]:
+def _torch():
+    import torch
+
+    return torch
+
+
+def _cv2():
+    import cv2
+
+    return cv2
+
+
+_TORCH_THREADS = _ThreadLimit(lambda: _torch().get_num_threads(), lambda n: _torch().set_num_threads(n))
+_CV_THREADS = _ThreadLimit(lambda: _cv2().getNumThreads(), lambda n: _cv2().setNumThreads(n))
+
+
+def request_threads(n: int | None = None) -> contextlib.AbstractContextManager[None]:
     """Run the block's torch CPU ops with ``n`` (default :data:`REQUEST_THREADS`) intra-op threads, the previous
     count restored when the last of any concurrent users leaves (the setting is process-wide)."""
-    global _threads_users, _threads_saved
-    n = REQUEST_THREADS if n is None else n
-    with _threads_lock:
-        if _threads_users == 0:
-            _threads_saved = torch.get_num_threads()
-            if _threads_saved > n:
-                torch.set_num_threads(n)
-        _threads_users += 1
+    return _TORCH_THREADS.at_most(REQUEST_THREADS if n is None else n)
+
+
+#: OpenCV threads for a video frame's motion-compensated update: one.  Its images are small (a 240 px flow copy,
+#: cells of a quarter tile, crops of 5 % of the frame): on a 2-core CPU OpenCV's second thread saves no wall time there
+#: and costs CPU in thread hand-offs (``foveate bench-video --cv-threads``, BENCHMARKS.md); a whole frame's encode
+#: (keyframes, from scratch) keeps OpenCV's default.
+VIDEO_UPDATE_CV_THREADS = 1
+
+
+def cv_threads(n: int) -> contextlib.AbstractContextManager[None]:
+    """Run the block's OpenCV calls on at most ``n`` threads, OpenCV's count restored when the last of any concurrent
+    users leaves (the setting is process-wide, as :func:`request_threads`' is for torch)."""
+    return _CV_THREADS.at_most(n)
+
+
+def cpu_cores() -> int:
+    """CPU cores this process may run on (its affinity mask where the OS has one)."""
     try:
-        yield
-    finally:
-        with _threads_lock:
-            _threads_users -= 1
-            if _threads_users == 0 and torch.get_num_threads() != _threads_saved:
-                torch.set_num_threads(_threads_saved)
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def ocr_threads() -> int:
+    """onnxruntime intra-op threads of the OCR models: every core (``$FOVEATE_OCR_THREADS`` overrides).  The
+    detector and recognizer are large convolutions on large inputs: on 2 cores two threads ran them 1.8-1.9x as
+    fast as one when this was written (not recorded in BENCHMARKS.md), unlike a query's small MiniLM pass
+    (:data:`REQUEST_THREADS`)."""
+    env = os.environ.get("FOVEATE_OCR_THREADS", "").strip()
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            raise DeviceError(f"FOVEATE_OCR_THREADS must be a whole number, got {env!r}") from None
+    return cpu_cores()
+
+
+def encode_overlap() -> bool:
+    """Run the slow, GIL-releasing channel groups (OCR) on a worker thread beside the others during an encode: on
+    more than one core (``$FOVEATE_ENCODE_OVERLAP=0`` turns it off)."""
+    return cpu_cores() > 1 and os.environ.get("FOVEATE_ENCODE_OVERLAP", "1").strip() != "0"
 
 
 def resolve_device(device: str | torch.device | None = None) -> torch.device:
@@ -79,6 +165,8 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
     ``None`` and ``"auto"`` pick CUDA when it is available, else the CPU.  Asking for a device that is not
     available is a :class:`DeviceError`, never a silent fallback.
     """
+    import torch
+
     if device is None or (isinstance(device, str) and device.strip().lower() in ("", "auto")):
         return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
     try:
@@ -100,6 +188,8 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
 
 def describe(device: torch.device) -> str:
     """A short human-readable name for logs and benchmark records."""
+    import torch
+
     if device.type == "cuda":
         return f"{device} ({torch.cuda.get_device_name(device)})"
     return str(device)

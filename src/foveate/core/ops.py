@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import math
 
-import cv2
 import numpy as np
+
+from .._lazy import lazy_module
+
+cv2 = lazy_module("cv2")  # OpenCV loads when a filter first runs, not when foveate is imported
 
 # ----------------------------------------------------------------------------------------------------------
 # Grid geometry
@@ -268,12 +271,15 @@ def spectral_residual_saliency(gray: np.ndarray, size: int = 64) -> np.ndarray:
     h, w = gray.shape
     s = size / max(h, w)
     sh, sw = max(1, round(h * s)), max(1, round(w * s))
-    small = cv2.resize(gray, (sw, sh), interpolation=cv2.INTER_AREA).astype(np.float32) / 255.0
-    spec = np.fft.fft2(small)
-    log_amp = np.log1p(np.abs(spec))  # log(1 + |F|): robust to the exact spectral zeros of flat images
-    phase = np.angle(spec)
-    residual = log_amp - cv2.blur(log_amp.astype(np.float32), (3, 3), borderType=cv2.BORDER_REPLICATE)
-    sal = np.abs(np.fft.ifft2(np.exp(residual + 1j * phase))) ** 2
+    small = cv2.resize(gray, (sw, sh), interpolation=cv2.INTER_AREA).astype(np.float32) * np.float32(1.0 / 255.0)
+    # OpenCV's float32 DFT: ~2x faster than NumPy's complex128 FFT here (a video frame recomputes this every frame)
+    spec = cv2.dft(small, flags=cv2.DFT_COMPLEX_OUTPUT)
+    amp, phase = cv2.cartToPolar(spec[..., 0], spec[..., 1])
+    log_amp = np.log1p(amp)  # log(1 + |F|): robust to the exact spectral zeros of flat images
+    residual = log_amp - cv2.blur(log_amp, (3, 3), borderType=cv2.BORDER_REPLICATE)
+    re, im = cv2.polarToCart(np.exp(residual), phase)
+    back = cv2.idft(np.dstack([re, im]), flags=cv2.DFT_COMPLEX_OUTPUT | cv2.DFT_SCALE)
+    sal = back[..., 0] ** 2 + back[..., 1] ** 2
     sal = cv2.GaussianBlur(sal.astype(np.float32), (0, 0), max(1.0, 2.5 * max(sh, sw) / 64.0))
     hi = float(sal.max())
     return (sal / hi).astype(np.float32) if hi > 0 else np.zeros_like(sal, dtype=np.float32)

@@ -23,10 +23,8 @@ from .channels import EncodeContext, get_group, resolve_groups, run_groups
 from .config import EncodeConfig, replace_config
 from .device import COMPUTE_DTYPE, resolve_device, to_storage
 from .errors import ConfigError, TextureFormatError
+from .fvt import FORMAT_NAME, FORMAT_VERSION, read_meta as _read_meta
 from .io import ImageLike, load_image
-
-FORMAT_NAME = "foveate-texture"
-FORMAT_VERSION = 1
 
 
 def content_hash(image: np.ndarray) -> str:
@@ -303,27 +301,6 @@ class Texture:
         if verify and content_hash(tex.image) != tex.content_hash:
             raise TextureFormatError(f"{name}: pixel data does not match its content hash (corrupt file)")
         return tex
-
-
-def _read_meta(data: bytes, name: str) -> dict:
-    """Parse the safetensors header's metadata without reading the tensors; check the format version."""
-    if len(data) < 8:
-        raise TextureFormatError(f"{name}: not a foveate texture (file too short)")
-    n = int.from_bytes(data[:8], "little")
-    if n <= 0 or n > len(data) - 8 or n > 100_000_000:
-        raise TextureFormatError(f"{name}: not a foveate texture (bad header)")
-    try:
-        header = json.loads(data[8 : 8 + n])
-        meta = json.loads(header["__metadata__"]["foveate"])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise TextureFormatError(f"{name}: not a foveate texture (no foveate metadata)") from exc
-    if meta.get("format") != FORMAT_NAME:
-        raise TextureFormatError(f"{name}: not a foveate texture")
-    if meta.get("format_version") != FORMAT_VERSION:
-        raise TextureFormatError(
-            f"{name}: texture format version {meta.get('format_version')} is not supported by this foveate "
-            f"(reads version {FORMAT_VERSION}); encode the image again")
-    return meta
 
 
 def compute_channels(image: np.ndarray, config: EncodeConfig, frame: dict | None = None):

@@ -29,15 +29,25 @@ evaluation of the video updates (``foveate eval-video``).  This package re-expor
 ``foveate.evaluation`` module.
 """
 
-from .answers import (OCR_METHODS, answer_found, lines_at, load_ocr, normalize_text, query_answer_found,
-                      substring_edit_distance)
-from .baselines import (BASELINES, METHOD_HELP, METHOD_LABELS, Tokens, random_tiles, uniform_scale, uniform_tokens,
-                        uniform_view)
-from .data import (PROBLEM_KINDS, QUERIES_FILE, SIZE_BUCKETS, EvalQuery, Problem, check_boxes, parse_query_line,
-                   read_queries, size_bucket)
-from .oracle import oracle_tiles
-from .plots import load_pyplot, plot_curves, plot_gallery, worst_records
-from .report import (describe_run, group_rows, print_tables, problem_summary, render_markdown, summary_rows,
-                     write_outputs)
-from .runner import SELECT_KNOBS, EvalConfig, EvalResult, parse_select_value, parse_variant, run_eval, sample_queries
-from .summary import aggregate
+from .._lazy import lazy_exports
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    **{n: ".answers" for n in (
+        "OCR_METHODS", "answer_found", "lines_at", "load_ocr", "normalize_text", "query_answer_found",
+        "substring_edit_distance")},
+    **{n: ".baselines" for n in (
+        "BASELINES", "METHOD_HELP", "METHOD_LABELS", "Tokens", "random_tiles", "uniform_scale",
+        "uniform_tokens", "uniform_view")},
+    **{n: ".data" for n in (
+        "PROBLEM_KINDS", "QUERIES_FILE", "SIZE_BUCKETS", "EvalQuery", "Problem", "check_boxes",
+        "parse_query_line", "read_queries", "size_bucket")},
+    "oracle_tiles": ".oracle",
+    **{n: ".plots" for n in ("load_pyplot", "plot_curves", "plot_gallery", "worst_records")},
+    **{n: ".report" for n in (
+        "describe_run", "group_rows", "print_tables", "problem_summary", "render_markdown", "summary_rows",
+        "write_outputs")},
+    **{n: ".runner" for n in (
+        "SELECT_KNOBS", "EvalConfig", "EvalResult", "parse_select_value", "parse_variant", "run_eval",
+        "sample_queries")},
+    "aggregate": ".summary",
+})

@@ -23,11 +23,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import cv2
 import numpy as np
 
+from .._lazy import lazy_module
 from .terms import QueryTerm, register_query_term
 from .text import tokenize
+
+cv2 = lazy_module("cv2")
 
 if TYPE_CHECKING:
     from ..core.texture import Texture

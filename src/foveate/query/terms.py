@@ -4,7 +4,9 @@ Query terms are a registry (:func:`register_query_term`): a term maps ``(texture
 (gh, gw) in [-1, 1], or ``None`` when it does not apply.  This module registers ``prompt`` (SAM-style points and
 boxes); the text, emphasis and semantic terms register themselves from their own modules
 (``foveate.query.text``, ``foveate.query.emphasis``, ``foveate.query.semantic``).  :func:`query_maps` evaluates
-them for one (texture, query); the :class:`~foveate.query.scorer.Scorer` weighs the maps.
+them for one (texture, query); the :class:`~foveate.query.scorer.Scorer` weighs the maps.  Importing this module
+imports those three (the bottom of this file), and :data:`QUERY_TERMS` keeps the built-ins in the order of
+:data:`BUILTIN_TERMS`, which the scorer's weights follow, whatever a program imported first.
 """
 
 from __future__ import annotations
@@ -12,14 +14,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-import cv2
 import numpy as np
-import torch
 
+from .._lazy import lazy_module
 from ..core import ops
-from ..core.device import COMPUTE_DTYPE
+
+cv2 = lazy_module("cv2")
 
 if TYPE_CHECKING:
+    import torch
+
     from ..core.texture import Texture
     from .query import Query
 
@@ -47,9 +51,16 @@ class QueryTerm:
 
 QUERY_TERMS: dict[str, QueryTerm] = {}
 
+#: the built-in terms, in the order :data:`QUERY_TERMS` keeps them (whatever was imported first); others follow
+BUILTIN_TERMS = ("prompt", "text", "emphasis", "semantic")
+
 
 def register_query_term(term: QueryTerm) -> QueryTerm:
     QUERY_TERMS[term.name] = term
+    rank = {name: i for i, name in enumerate(BUILTIN_TERMS)}
+    ordered = sorted(QUERY_TERMS.items(), key=lambda item: rank.get(item[0], len(rank)))  # stable: others keep theirs
+    QUERY_TERMS.clear()
+    QUERY_TERMS.update(ordered)
     return term
 
 
@@ -94,6 +105,10 @@ class QueryMaps:
         """(N_total, Q) float32: each map max-pooled up the pyramid and flattened like ``flat_features``."""
         if not self.maps:
             return None
+        import torch
+
+        from ..core.device import COMPUTE_DTYPE
+
         x0 = np.stack(self.maps, axis=-1).astype(np.float32)
         _, maxes, _ = ops.build_mips(x0, texture.coverage[0].cpu().numpy(), texture.num_levels)
         flat = np.concatenate([m.reshape(-1, m.shape[-1]) for m in maxes], axis=0)
@@ -115,3 +130,8 @@ def query_maps(texture: Texture, query: Query, terms: Sequence[str] | None = Non
                          "the selection follows saliency and prompts (query-blind)")
         out.notes.extend(texture.extras.get("notes", ()))  # why a group is absent (e.g. the OCR failed)
     return out
+
+
+# the built-in terms after ``prompt``, in this order (each module imports this one and registers its term)
+from .text import term as _text_term  # noqa: E402,F401
+from . import emphasis as _emphasis, semantic as _semantic  # noqa: E402,F401

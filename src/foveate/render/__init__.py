@@ -11,6 +11,10 @@
 ``overlay`` (heat map, outlines, mosaic), ``crops`` (crop plans for hosted VLMs), ``outputs`` (the files).
 """
 
-from .crops import Crop, CropPlan, crop_images, merge_boxes, plan_crops, vlm_tokens
-from .outputs import png_bytes, tokens_metadata, write_outputs, write_png
-from .overlay import LEVEL_COLORS, heatmap, render_mosaic, render_overlay
+from .._lazy import lazy_exports
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    **{n: ".crops" for n in ("Crop", "CropPlan", "crop_images", "merge_boxes", "plan_crops", "vlm_tokens")},
+    **{n: ".outputs" for n in ("png_bytes", "tokens_metadata", "write_outputs", "write_png")},
+    **{n: ".overlay" for n in ("LEVEL_COLORS", "heatmap", "render_mosaic", "render_overlay")},
+})

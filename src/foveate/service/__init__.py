@@ -12,7 +12,9 @@ connection cap), ``logs`` (repeated log lines rate-limited), ``process`` (run a 
 load test is ``foveate.bench.service``; the threat model is docs/security.md.
 """
 
-from .app import app_from_env, create_app
-from .settings import ServiceSettings
+from .._lazy import lazy_exports
 
-__all__ = ["ServiceSettings", "app_from_env", "create_app"]
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    **{n: ".app" for n in ("app_from_env", "create_app")},
+    "ServiceSettings": ".settings",
+})

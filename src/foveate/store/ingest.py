@@ -4,6 +4,7 @@ decoded, hashed and -- unless its texture is stored -- encoded, in a pool of thr
 from __future__ import annotations
 
 import os
+import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,9 @@ class IngestSummary:
         return {"images": len(self.results), "encoded": len(enc), "skipped": self.count("stored"),
                 "failed": self.count("failed"), "seconds": round(self.seconds, 3),
                 "images_per_s": round(len(self.results) / self.seconds, 3) if self.seconds else None,
+                # throughput of the encoding itself: images encoded (not skipped) per minute of wall time
+                "encoded_per_min": round(60.0 * len(enc) / self.seconds, 2) if self.seconds else None,
+                "encode_ms_median": round(statistics.median(r.encode_ms for r in enc), 1) if enc else None,
                 "encoded_megapixels_per_s": round(sum(r.pixels for r in enc) / 1e6 / self.seconds, 3)
                 if self.seconds else None,
                 "failures": {str(r.path): r.message for r in self.results if r.status == "failed"}}
@@ -88,7 +92,9 @@ def encode_into_store(store: TextureStore, paths: list[Path], config, workers: i
     """
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
-    workers = workers or os.cpu_count() or 1
+    from ..core.device import cpu_cores
+
+    workers = workers or cpu_cores()
     results: list[IngestResult] = []
     t0 = time.perf_counter()
     todo = iter(paths)

@@ -35,12 +35,15 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
-
-import torch
+from typing import TYPE_CHECKING, Iterator
 
 from ..core.errors import StoreError, StoreFullError, TextureFormatError
-from ..core.texture import FORMAT_VERSION, Texture
+from ..core.fvt import FORMAT_VERSION
+
+if TYPE_CHECKING:  # listing and maintaining a store needs neither torch nor the texture code
+    import torch
+
+    from ..core.texture import Texture
 
 DB_NAME = "textures.sqlite"
 SCHEMA_VERSION = 1
@@ -322,6 +325,8 @@ class TextureStore:
         data = self._read(texture_id)
         tex = None
         if data is not None:
+            from ..core.texture import Texture
+
             try:
                 # the SHA-256 already proved these are the bytes written: no second hash of the pixels
                 tex = Texture.from_bytes(data, device=device, verify=False, name=f"store:{texture_id}")

@@ -8,6 +8,7 @@ channels and remembers what it chose; ``propagate`` does both for a stream of fr
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 import uuid
@@ -21,7 +22,7 @@ from torch import nn
 from ..core import ops
 from ..core.channels import EncodeContext, resolve_groups, run_groups
 from ..core.config import EncodeConfig, SelectConfig
-from ..core.device import resolve_device, to_storage
+from ..core.device import VIDEO_UPDATE_CV_THREADS, cv_threads, resolve_device, to_storage
 from ..core.errors import ConfigError, VideoError
 from ..core.io import ImageLike, load_image
 from ..core.texture import Texture
@@ -199,6 +200,10 @@ class VideoPredictor:
         # camera motion of a moving update
         t = time.perf_counter()
         shift = None
+        # a motion-compensated update works on small images: OpenCV on fewer threads (foveate.core.device)
+        small_work = contextlib.ExitStack()
+        if moving and not new_scene and reason != "interval" and cfg.incremental:
+            small_work.enter_context(cv_threads(VIDEO_UPDATE_CV_THREADS))
         if new_scene:
             state._forget()
             state._small = flow_copy(gray, cells, cfg.flow_size, p) if cfg.flow_size else None
@@ -209,6 +214,7 @@ class VideoPredictor:
                 if state._flow is None:
                     state._flow = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_ULTRAFAST)
                     state._flow.setFinestScale(1)  # the preset stops at 1/4 of the (already small) copy: too coarse
+                    state._flow.setPatchStride(6)
                 dest = tile_flow(state._small[0], small, state._flow, grid, p, scale)
                 if records:
                     warp_memory(records, splat_matrix(*dest))
@@ -241,6 +247,7 @@ class VideoPredictor:
                 done = (float(changed.mean()),
                         *encode_changed(state, rgb, changed, plans, prev_gray, temporal, timings))
         timings.setdefault("plan", (time.perf_counter() - t) * 1000.0)
+        small_work.close()
         if done is None:  # from scratch; without a new scene this refreshes the whole reference for free
             done = (float(changed.mean()), *self._encode_full(state, rgb, gray, prev_gray, temporal, timings))
             moved = diff > 0 if diff is not None else np.zeros(grid, bool)

@@ -25,15 +25,23 @@ Query (light, per question; the ``text`` query term, :mod:`.term`):
   query-blind ranking.
 
 The OCR engine and MiniLM are loaded once per process.  :func:`read_text` is the public OCR entry point (also
-used to read mosaics in the evaluation).  Importing this package registers the ``text`` channel group and the
-``text`` query term.
+used to read mosaics in the evaluation).  :mod:`.group` registers the ``text`` channel group and :mod:`.term` the
+``text`` query term when imported (the registries import them on first use); the names below load on first use.
 """
 
-from .embed import (EMBED_DIM, EMBED_MAX_TOKENS, TEXT_EMBEDDER, _embed_query_cached, embed_query, embed_texts,
-                    text_embedder)
-from .group import box_tile_overlap, paint_boxes, text_channels
-from .layout import TextIndex, has_text_group, layout_neighbours, text_index
-from .match import (MATCH_THRESHOLD, STOPWORDS, LineMatch, QueryText, fold, lexical_scores, match_lines, normalize_text,
-                    phrase_similarity, token_similarity, tokenize)
-from .ocr import OCR_ENGINE, OcrLine, OcrWord, clear_ocr_cache, ocr_engine, ocr_lines, read_text
-from .term import TEXT_NEED, TEXT_WEIGHT, paint_values, relevance_map, text_evidence, text_query_map
+from ..._lazy import lazy_exports
+
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    **{n: ".embed" for n in (
+        "EMBED_DIM", "EMBED_MAX_TOKENS", "TEXT_EMBEDDER", "_embed_query_cached", "embed_query",
+        "embed_texts", "text_embedder")},
+    **{n: ".group" for n in ("box_tile_overlap", "paint_boxes", "text_channels")},
+    **{n: ".layout" for n in ("TextIndex", "has_text_group", "layout_neighbours", "text_index")},
+    **{n: ".match" for n in (
+        "MATCH_THRESHOLD", "STOPWORDS", "LineMatch", "QueryText", "fold", "lexical_scores", "match_lines",
+        "normalize_text", "phrase_similarity", "token_similarity", "tokenize")},
+    **{n: ".ocr" for n in (
+        "OCR_ENGINE", "OcrLine", "OcrWord", "clear_ocr_cache", "ocr_engine", "ocr_lines", "read_text")},
+    **{n: ".term" for n in (
+        "TEXT_NEED", "TEXT_WEIGHT", "paint_values", "relevance_map", "text_evidence", "text_query_map")},
+})

@@ -1,6 +1,10 @@
 """The ``text`` channel group: OCR lines painted on the level-0 tile grid (``text``: the line mask,
 ``text_density``: characters per tile), with the lines, words and their MiniLM embeddings stored with the texture.
-Registered in the ``default`` preset (and ``full``, by the layout order)."""
+Registered in the ``default`` preset (and ``full``, by the layout order).
+
+The OCR reads where the gate finds text (``EncodeConfig`` option ``ocr="auto"``, the default; :mod:`.gate`) or the
+whole image (``ocr="always"``).  The group is a *background* group: an encode starts it on a worker thread before
+the other groups (onnxruntime and torch release the GIL), so its OCR runs beside them."""
 
 from __future__ import annotations
 
@@ -10,8 +14,9 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from ...core.channels import ChannelGroup, register_group
+from ...core.device import ENCODE_TORCH_THREADS, request_threads
 from .embed import TEXT_EMBEDDER, embed_texts
-from .ocr import OCR_ENGINE, OcrLine, ocr_lines
+from .ocr import OCR_ENGINE, OcrLine, ocr_result
 
 if TYPE_CHECKING:
     from ...core.channels import EncodeContext
@@ -95,15 +100,18 @@ def text_channels(lines: Sequence[OcrLine], grid: tuple[int, int], patch: int) -
 
 def _text_group(ctx: EncodeContext) -> np.ndarray:
     t0 = time.perf_counter()
-    lines = ocr_lines(ctx.image)
+    result = ocr_result(ctx.image, ctx.config.option("ocr"))
+    lines = result.lines
     t1 = time.perf_counter()
-    emb = embed_texts([ln.text for ln in lines])
+    with request_threads(ENCODE_TORCH_THREADS):
+        emb = embed_texts([ln.text for ln in lines])
     t2 = time.perf_counter()
     ctx.tensors["text_embeddings"] = emb.astype(np.float16)
     ctx.extras["text"] = {
         "engine": OCR_ENGINE,
         "embedder": TEXT_EMBEDDER,
         "lines": [ln.to_dict() for ln in lines],
+        "ocr": {"mode": result.mode, **({"gate": result.gate} if result.gate is not None else {})},
         "timings_ms": {"ocr": (t1 - t0) * 1000.0, "embed": (t2 - t1) * 1000.0},
     }
     return text_channels(lines, ctx.grid, ctx.patch)
@@ -111,6 +119,7 @@ def _text_group(ctx: EncodeContext) -> np.ndarray:
 
 register_group(
     ChannelGroup("text", ("text", "text_density"), _text_group, "high",
-                 "OCR (rapidocr): text-line mask and characters per tile; lines, words and MiniLM line "
-                 "embeddings are stored with the texture", fallible=True),
+                 "OCR (rapidocr) where a detector pass on a small copy finds text (ocr=auto) or on the whole "
+                 "image (ocr=always): text-line mask and characters per tile; lines, words and MiniLM line "
+                 "embeddings are stored with the texture", background=True, fallible=True),
     presets=("default",))

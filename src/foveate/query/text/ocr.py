@@ -1,6 +1,8 @@
 """OCR at encode time: lines and words with pixel boxes and confidences (rapidocr 3.x: PP-OCR detection and
 recognition ONNX models shipped inside its wheel), loaded once per process.  :func:`read_text` is the public
-OCR entry point (also used to read mosaics in the evaluation); :func:`ocr_lines` adds a small per-pixels cache.
+OCR entry point (the whole image; also used to read mosaics in the evaluation); :func:`run_ocr` reads either the
+whole image (``"always"``) or, when the gate finds text, the whole image exactly as ``"always"`` does
+(``"auto"``, :mod:`.gate`); :func:`ocr_lines` adds a small per-pixels cache.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from ...core.errors import UnsupportedInputError
+from ...core.config import CHOICE_OPTIONS, OCR_MODES
+from ...core.errors import ConfigError, UnsupportedInputError
 
 #: Name and version of the OCR engine, stored with every texture that has the text group.
 OCR_ENGINE = "rapidocr-3 PP-OCR (det+cls+rec, ONNX)"
+DEFAULT_OCR_MODE = CHOICE_OPTIONS["ocr"][0]
 
 
 @dataclass(frozen=True)
@@ -59,12 +63,29 @@ class OcrLine:
 _ENGINE_LOCK = threading.Lock()
 
 
+@dataclass(frozen=True)
+class OcrResult:
+    """The lines of one image and how they were found: ``mode`` (``auto`` / ``always``) and, for ``auto``, what
+    the gate decided (:meth:`foveate.query.text.gate.GateResult.to_dict`)."""
+
+    lines: list[OcrLine]
+    mode: str
+    gate: dict | None = None
+
+
 @functools.lru_cache(maxsize=1)
 def ocr_engine():
-    """The rapidocr engine (models load once per process; the ONNX files ship inside the rapidocr wheel)."""
+    """The rapidocr engine (models load once per process; the ONNX files ship inside the rapidocr wheel).
+
+    onnxruntime runs on :func:`foveate.core.device.ocr_threads` threads and keeps its memory arena (rapidocr turns
+    it off): the detector and recognizer are ~15 % faster for the memory their largest input needed."""
     from rapidocr import RapidOCR
 
-    return RapidOCR(params={"Global.log_level": "error"})
+    from ...core.device import ocr_threads
+
+    ort = "EngineConfig.onnxruntime"
+    return RapidOCR(params={"Global.log_level": "error", "Global.return_word_box": True,
+                            f"{ort}.intra_op_num_threads": ocr_threads(), f"{ort}.enable_cpu_mem_arena": True})
 
 
 def _quad_to_box(quad: Any, h: int, w: int) -> tuple[int, int, int, int]:
@@ -74,28 +95,15 @@ def _quad_to_box(quad: Any, h: int, w: int) -> tuple[int, int, int, int]:
     return (int(np.clip(x0, 0, w)), int(np.clip(y0, 0, h)), int(np.clip(x1, 0, w)), int(np.clip(y1, 0, h)))
 
 
-def read_text(image: np.ndarray) -> list[OcrLine]:
-    """OCR an RGB image: its text lines, each with words, pixel boxes and confidences, in reading order.
-
-    Args:
-        image: (H, W, 3) uint8 RGB.
-    Returns:
-        lines sorted top to bottom, then left to right (an empty list for a page without text or an image
-        too small to hold any).
-    Raises:
-        UnsupportedInputError: not an (H, W, 3) uint8 array.
-    """
+def _check(image: Any, who: str) -> None:
     if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
         got = f"{type(image).__name__} {getattr(image, 'shape', '')} {getattr(image, 'dtype', '')}".strip()
-        raise UnsupportedInputError(f"read_text takes an (H, W, 3) uint8 RGB array, got {got}")
-    h, w = image.shape[:2]
-    if min(h, w) < 8:
-        return []
-    bgr = np.ascontiguousarray(image[..., ::-1])
-    engine = ocr_engine()
-    with _ENGINE_LOCK:  # the engine keeps per-call state; one call at a time
-        res = engine(bgr, return_word_box=True)
-    if res.txts is None or res.boxes is None:
+        raise UnsupportedInputError(f"{who} takes an (H, W, 3) uint8 RGB array, got {got}")
+
+
+def _lines(res: Any, h: int, w: int) -> list[OcrLine]:
+    """rapidocr's output as :class:`OcrLine` s in reading order."""
+    if getattr(res, "txts", None) is None or getattr(res, "boxes", None) is None:
         return []
     words_per_line = res.word_results if len(res.word_results) == len(res.txts) else [()] * len(res.txts)
     lines = []
@@ -117,7 +125,48 @@ def read_text(image: np.ndarray) -> list[OcrLine]:
     return lines
 
 
-_OCR_CACHE: OrderedDict[str, list[OcrLine]] = OrderedDict()
+def run_ocr(image: np.ndarray, mode: str = DEFAULT_OCR_MODE) -> OcrResult:
+    """OCR an RGB image: the whole image (``mode="always"``), or the same when the gate finds text and nothing when
+    it does not (``"auto"``; :mod:`foveate.query.text.gate`).
+
+    Raises:
+        UnsupportedInputError: not an (H, W, 3) uint8 array.  ConfigError: an unknown mode.
+    """
+    _check(image, "read_text")
+    if mode not in OCR_MODES:
+        raise ConfigError(f"unknown OCR mode {mode!r}; choose one of {', '.join(OCR_MODES)}")
+    h, w = image.shape[:2]
+    if min(h, w) < 8:
+        from .gate import GateResult
+
+        return OcrResult([], mode, GateResult("none").to_dict() if mode == "auto" else None)
+    bgr = np.ascontiguousarray(image[..., ::-1])
+    engine = ocr_engine()
+    gate = None
+    with _ENGINE_LOCK:  # the engine keeps per-call state; one call at a time
+        if mode == "auto":
+            from .gate import gate_text
+
+            gate = gate_text(engine._load_det_model(), bgr)
+        res = engine(bgr, return_word_box=True) if gate is None or gate.detector == "full" else None
+    return OcrResult(_lines(res, h, w), mode, None if gate is None else gate.to_dict())
+
+
+def read_text(image: np.ndarray) -> list[OcrLine]:
+    """OCR a whole RGB image: its text lines, each with words, pixel boxes and confidences, in reading order.
+
+    Args:
+        image: (H, W, 3) uint8 RGB.
+    Returns:
+        lines sorted top to bottom, then left to right (an empty list for a page without text or an image
+        too small to hold any).
+    Raises:
+        UnsupportedInputError: not an (H, W, 3) uint8 array.
+    """
+    return run_ocr(image, "always").lines
+
+
+_OCR_CACHE: OrderedDict[str, OcrResult] = OrderedDict()
 _OCR_CACHE_SIZE = 16
 
 
@@ -127,20 +176,25 @@ def _pixels_key(image: np.ndarray) -> str:
     return h.hexdigest()
 
 
-def ocr_lines(image: np.ndarray, cache: bool = True) -> list[OcrLine]:
-    """:func:`read_text` with a small in-process cache keyed by the pixels' hash, so encoding the same image
-    again (another preset, another patch size) does not OCR it twice.  ``cache=False`` always runs the OCR."""
+def ocr_result(image: np.ndarray, mode: str = DEFAULT_OCR_MODE, cache: bool = True) -> OcrResult:
+    """:func:`run_ocr` with a small in-process cache keyed by the pixels' hash and the mode, so encoding the same
+    image again (another preset, another patch size) does not OCR it twice.  ``cache=False`` always runs the OCR."""
     if not cache:
-        return read_text(image)
-    key = _pixels_key(image)
+        return run_ocr(image, mode)
+    key = f"{mode}:{_pixels_key(image)}"
     if key in _OCR_CACHE:
         _OCR_CACHE.move_to_end(key)
         return _OCR_CACHE[key]
-    lines = read_text(image)
-    _OCR_CACHE[key] = lines
+    result = run_ocr(image, mode)
+    _OCR_CACHE[key] = result
     while len(_OCR_CACHE) > _OCR_CACHE_SIZE:
         _OCR_CACHE.popitem(last=False)
-    return lines
+    return result
+
+
+def ocr_lines(image: np.ndarray, cache: bool = True, mode: str = DEFAULT_OCR_MODE) -> list[OcrLine]:
+    """The lines of :func:`ocr_result`: what the text group of an encode with option ``ocr=mode`` reads."""
+    return ocr_result(image, mode, cache).lines
 
 
 def clear_ocr_cache() -> None:

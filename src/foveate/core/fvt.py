@@ -1,0 +1,135 @@
+"""The ``.fvt`` container: a safetensors file (pixels, mips, coverage, stored arrays) whose header carries foveate's
+JSON metadata.  Reading the header needs neither torch nor the tensors: :func:`read_header` is what ``foveate
+info`` and the store's listings use; :class:`foveate.core.texture.Texture` reads and writes whole files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .config import EncodeConfig
+from .errors import TextureFormatError
+
+FORMAT_NAME = "foveate-texture"
+FORMAT_VERSION = 1
+
+_MAX_HEADER = 100_000_000
+_ITEMSIZE = {"BOOL": 1, "U8": 1, "I8": 1, "F16": 2, "BF16": 2, "I16": 2, "U16": 2, "F32": 4, "I32": 4, "U32": 4,
+             "F64": 8, "I64": 8, "U64": 8}
+
+
+def _header(data: bytes, name: str, size: int | None = None) -> dict:
+    """The safetensors JSON header of ``data`` (which may hold only the file's first bytes; ``size``: the file's)."""
+    size = len(data) if size is None else size
+    if size < 8 or len(data) < 8:
+        raise TextureFormatError(f"{name}: not a foveate texture (file too short)")
+    n = int.from_bytes(data[:8], "little")
+    if n <= 0 or n > size - 8 or n > _MAX_HEADER or len(data) < 8 + n:
+        raise TextureFormatError(f"{name}: not a foveate texture (bad header)")
+    try:
+        header = json.loads(data[8 : 8 + n])
+        if not isinstance(header, dict):
+            raise TypeError("header is not an object")
+        return header
+    except (ValueError, TypeError) as exc:
+        raise TextureFormatError(f"{name}: not a foveate texture (bad header)") from exc
+
+
+def read_meta(data: bytes, name: str, header: dict | None = None) -> dict:
+    """Parse the safetensors header's foveate metadata without reading the tensors; check the format version."""
+    header = _header(data, name) if header is None else header
+    try:
+        meta = json.loads(header["__metadata__"]["foveate"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise TextureFormatError(f"{name}: not a foveate texture (no foveate metadata)") from exc
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
+        raise TextureFormatError(f"{name}: not a foveate texture")
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise TextureFormatError(
+            f"{name}: texture format version {meta.get('format_version')} is not supported by this foveate "
+            f"(reads version {FORMAT_VERSION}); encode the image again")
+    return meta
+
+
+@dataclass
+class TextureHeader:
+    """What a ``.fvt`` file's header says about its texture, read without the tensors (or torch).  The attributes
+    and methods ``foveate info`` prints have the names and meaning of :class:`~foveate.core.texture.Texture`'s."""
+
+    config: EncodeConfig
+    content_hash: str
+    channels: tuple[str, ...]
+    groups: dict[str, tuple[int, int]]
+    absent: tuple[str, ...]
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
+    tensors: dict[str, tuple[str, tuple[int, ...]]] = field(default_factory=dict)  # name -> (dtype, shape)
+
+    @property
+    def patch_size(self) -> int:
+        return self.config.patch_size
+
+    @property
+    def image_size(self) -> tuple[int, int]:
+        shape = self.tensors["image"][1]
+        return int(shape[0]), int(shape[1])
+
+    @property
+    def num_levels(self) -> int:
+        return sum(1 for k in self.tensors if k.startswith("mean."))
+
+    @property
+    def level_shapes(self) -> list[tuple[int, int]]:
+        return [tuple(self.tensors[f"mean.{i}"][1][:2]) for i in range(self.num_levels)]
+
+    @property
+    def id(self) -> str:
+        return f"{self.content_hash[:32]}-{self.config.hash()}"
+
+    def _bytes(self, prefix: str) -> int:
+        return sum(_ITEMSIZE.get(dtype, 0) * math.prod(shape) for k, (dtype, shape) in self.tensors.items()
+                   if k.startswith(prefix))
+
+    def nbytes(self) -> dict[str, int]:
+        """Memory by part, as :meth:`Texture.nbytes`: features, coverage, source pixels, stored extras."""
+        return {"features": self._bytes("mean.") + self._bytes("max."), "coverage": self._bytes("coverage."),
+                "pixels": self._bytes("image"), "extras": self._bytes("extra.")}
+
+
+def read_header(path: str | Path) -> TextureHeader:
+    """The header of the ``.fvt`` file at ``path``: reads its first bytes only.  Raises :class:`TextureFormatError`
+    for a file that is missing, not a texture or of another format version."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            head = f.read(8)
+            n = int.from_bytes(head, "little") if len(head) == 8 else 0
+            data = head + f.read(min(n, _MAX_HEADER))
+    except FileNotFoundError:
+        raise TextureFormatError(f"{path}: no such texture file") from None
+    except OSError as exc:
+        raise TextureFormatError(f"{path}: cannot read ({exc})") from exc
+    header = _header(data, str(path), size)
+    meta = read_meta(data, str(path), header)
+    try:
+        tensors = {k: (str(v["dtype"]), tuple(int(d) for d in v["shape"])) for k, v in header.items()
+                   if k != "__metadata__"}
+        out = TextureHeader(
+            config=EncodeConfig.from_dict(meta["config"]), content_hash=str(meta["content_hash"]),
+            channels=tuple(meta["channels"]), groups={k: tuple(v) for k, v in meta["groups"].items()},
+            absent=tuple(meta["absent"]), timings_ms=dict(meta.get("timings_ms", {})),
+            extras=dict(meta.get("extras", {})), tensors=tensors)
+        out.image_size, out.level_shapes  # noqa: B018  (the image and level 0 must be there)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise TextureFormatError(f"{path}: incomplete texture file (missing {exc})") from exc
+    if out.num_levels == 0:
+        raise TextureFormatError(f"{path}: inconsistent texture file (no levels)")
+    if out.config.hash() != meta.get("config_hash"):  # as Texture.load: another encoder's numbers
+        raise TextureFormatError(f"{path}: written by an encoder with different settings (config hash "
+                                 f"{meta.get('config_hash')} != {out.config.hash()}); encode the image again")
+    return out

@@ -1,0 +1,140 @@
+"""The OCR gate (``ocr="auto"``, the default): no text, no OCR; an image with text -- a page, a sign in a picture --
+is read exactly as full-page OCR reads it.  Real rapidocr models throughout."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import foveate
+from foveate.core.channels import EncodeContext, run_groups
+from foveate.core.config import EncodeConfig
+from foveate.core.errors import ConfigError
+from foveate.query.text import gate as G
+from foveate.query.text.ocr import run_ocr
+from foveate.synth import TextLine, render_page
+
+
+def _colour_field(h: int, w: int, seed: int, smooth: int = 6) -> np.ndarray:
+    """A smooth random picture: bicubically interpolated colours from a coarse random grid."""
+    import cv2
+
+    rng = np.random.default_rng(seed)
+    grid = rng.uniform(40, 200, (smooth, smooth + 2, 3)).astype(np.float32)
+    return np.clip(cv2.resize(grid, (w, h), interpolation=cv2.INTER_CUBIC), 0, 255).astype(np.uint8)
+
+
+@pytest.fixture(scope="module")
+def sign_picture() -> np.ndarray:
+    """A 640x480 picture with high-frequency texture everywhere but one small sign of two text lines."""
+    rng = np.random.default_rng(5)
+    img = (_colour_field(480, 640, 3).astype(np.int16) + rng.integers(-12, 13, (480, 640, 3))).clip(0, 255)
+    img = img.astype(np.uint8)
+    sign = render_page([TextLine("PARKING", 12, 8, 28), TextLine("Level 2 exit", 12, 44, 18)], width=170, height=74,
+                       paper=235).image
+    img[300:374, 400:570] = sign
+    return img
+
+
+def test_a_page_is_read_whole_and_exactly_as_full_page_ocr(page):
+    auto, always = run_ocr(page.image, "auto"), run_ocr(page.image, "always")
+    assert auto.gate["detector"] == "full" and always.gate is None
+    assert auto.lines == always.lines and len(auto.lines) >= 30
+
+
+def test_a_sign_in_a_textured_picture_is_read_as_full_page_ocr_reads_it(sign_picture):
+    auto, always = run_ocr(sign_picture, "auto"), run_ocr(sign_picture, "always")
+    assert auto.gate["detector"] == "full" and auto.gate["blobs"] >= 1
+    assert [ln.text for ln in always.lines] == ["PARKING", "Level 2 exit"]
+    assert auto.lines == always.lines
+
+
+def test_nothing_to_read_nothing_read(sign_picture):
+    """Blank, smoothly shaded and finely textured pictures without text: the gate says so and nothing is read
+    (the detector alone answers 0.2-0.5 in the middle of a blank image: the ink test keeps that out)."""
+    rng = np.random.default_rng(5)
+    textured = sign_picture.copy()
+    textured[300:374, 400:570] = (_colour_field(74, 170, 3).astype(np.int16) + rng.integers(-12, 13, (74, 170, 3))
+                                  ).clip(0, 255).astype(np.uint8)
+    for img in (np.full((480, 640, 3), 200, np.uint8), np.zeros((480, 640, 3), np.uint8), _colour_field(480, 640, 3),
+                textured):
+        res = run_ocr(img, "auto")
+        assert res.lines == [] and res.gate["detector"] == "none" and res.gate["blobs"] == 0
+    # full-page OCR reads nothing in the blank and shaded ones either (in the noise it may read a fragment)
+    assert all(run_ocr(img, "always").lines == [] for img in (np.full((480, 640, 3), 200, np.uint8),
+                                                              _colour_field(480, 640, 3)))
+    assert run_ocr(np.zeros((5, 300, 3), np.uint8), "auto").lines == []
+
+
+def test_the_gate_is_cheaper_than_the_detector_it_saves(sign_picture):
+    """The gate runs the detector on a copy of at most GATE_SIDE px: fewer pixels than rapidocr's full-scale input."""
+    from foveate.query.text.ocr import ocr_engine
+
+    det = ocr_engine()._load_det_model()
+    bgr = np.ascontiguousarray(sign_picture[..., ::-1])
+    full = det.get_preprocess().resize(bgr)
+    assert max(full.shape[:2]) > 1.5 * G.GATE_SIDE  # a 640x480 picture is read at 992x736
+    blobs, share = G.text_blobs(det, bgr)
+    assert blobs >= 1 and 0 < share < 0.2
+
+
+def test_the_ocr_option_is_checked_and_its_default_hashes_as_unset():
+    assert EncodeConfig(options={"ocr": "auto"}) == EncodeConfig()
+    assert EncodeConfig(options={"ocr": "auto"}).hash() == EncodeConfig().hash()
+    assert EncodeConfig(options={"ocr": "always"}).hash() != EncodeConfig().hash()
+    assert EncodeConfig().option("ocr") == "auto"
+    with pytest.raises(ConfigError, match="ocr"):
+        EncodeConfig(options={"ocr": "sometimes"})
+    with pytest.raises(ConfigError, match="unknown OCR mode"):
+        run_ocr(np.zeros((64, 64, 3), np.uint8), "sometimes")
+
+
+def test_the_texture_says_how_its_text_was_read(page_texture, sign_picture):
+    assert page_texture.extras["text"]["ocr"]["mode"] == "auto"
+    assert page_texture.extras["text"]["ocr"]["gate"]["detector"] == "full"
+    assert page_texture.extras["text"]["ocr"]["gate"]["ms"] > 0
+    tex = foveate.encode(sign_picture, device="cpu", options={"ocr": "always"})
+    assert tex.extras["text"]["ocr"] == {"mode": "always"}
+    assert [ln["text"] for ln in tex.extras["text"]["lines"]] == ["PARKING", "Level 2 exit"]
+
+
+@pytest.mark.parametrize("overlap", ["0", "1"])
+def test_the_text_group_beside_the_others_gives_the_same_texture(overlap, sign_picture, monkeypatch):
+    monkeypatch.setenv("FOVEATE_ENCODE_OVERLAP", overlap)
+    cfg = EncodeConfig()
+    names = ("rgb", "edges", "clusters", "text")
+    x0, channels, timings, absent = run_groups(EncodeContext(image=sign_picture, config=cfg), names)
+    monkeypatch.setenv("FOVEATE_ENCODE_OVERLAP", "0")
+    ref = run_groups(EncodeContext(image=sign_picture, config=cfg), names)
+    np.testing.assert_allclose(x0, ref[0], atol=1e-6)  # OpenCV's threads may sum in another order
+    assert channels == ref[1] and absent == ref[3] and set(timings) == set(names)
+
+
+def test_a_failing_background_group_fails_the_encode(sign_picture, monkeypatch):
+    monkeypatch.setenv("FOVEATE_ENCODE_OVERLAP", "1")
+
+    def boom(ctx):
+        raise RuntimeError("text group failed")
+
+    from foveate.core import channels
+
+    group = channels.get_group("text")
+    monkeypatch.setitem(channels._REGISTRY, "text", channels.ChannelGroup(
+        "text", group.channels, boom, group.cost, group.description, background=True))
+    with pytest.raises(RuntimeError, match="text group failed"):
+        run_groups(EncodeContext(image=sign_picture, config=EncodeConfig()), ("rgb", "text"))
+
+
+def test_ocr_threads_are_decided_in_one_place(monkeypatch):
+    from foveate.core import device
+    from foveate.core.errors import DeviceError
+
+    monkeypatch.setenv("FOVEATE_OCR_THREADS", "3")
+    assert device.ocr_threads() == 3
+    monkeypatch.setenv("FOVEATE_OCR_THREADS", "many")
+    with pytest.raises(DeviceError):
+        device.ocr_threads()
+    monkeypatch.delenv("FOVEATE_OCR_THREADS")
+    assert device.ocr_threads() == device.cpu_cores() >= 1
+    monkeypatch.setenv("FOVEATE_ENCODE_OVERLAP", "0")
+    assert device.encode_overlap() is False

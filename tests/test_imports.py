@@ -1,0 +1,77 @@
+"""Importing foveate is cheap: torch, OpenCV, onnxruntime and scikit-image load only when a name that needs them is
+used, and ``foveate --help``, ``foveate info TEXTURE.fvt`` and ``foveate store ls`` never load them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import foveate
+
+HEAVY = ("torch", "cv2", "onnxruntime", "skimage", "rapidocr", "transformers", "sentence_transformers", "fastapi")
+
+
+def _loaded_after(code: str, tmp_path) -> list[str]:
+    """Run ``code`` in a fresh interpreter; the heavy modules whose code ran (a lazy placeholder does not count)."""
+    probe = "import json, sys\n" + textwrap.dedent(code) + (
+        f"\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules"
+        " and type(sys.modules[m]).__name__ != '_LazyModule']))\n")
+    src = str(Path(foveate.__file__).resolve().parent.parent)  # this checkout's foveate, whatever the cwd
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                         env=env)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def test_import_foveate_loads_nothing_heavy(tmp_path):
+    assert _loaded_after("import foveate; foveate.EncodeConfig; foveate.FoveateError", tmp_path) == []
+
+
+def test_torch_loads_when_used(tmp_path):
+    assert "torch" in _loaded_after("import foveate; foveate.Texture", tmp_path)
+    assert "cv2" in _loaded_after("import foveate.core.ops as o, numpy as np; o.to_gray(np.zeros((4, 4, 3), np.uint8))",
+                                  tmp_path)
+
+
+@pytest.mark.parametrize("first", ["foveate.core.channels", "foveate.query.terms", "foveate.query.emphasis",
+                                   "foveate.query.semantic", "foveate.query.text.group"])
+def test_registries_are_complete_without_heavy_imports(first, tmp_path):
+    """The built-in groups and terms register themselves on the first use of the registries, in their order,
+    whichever module a program imports first."""
+    code = f"""
+        import {first}
+        from foveate.core.channels import PRESETS, list_groups
+        from foveate.query.terms import QUERY_TERMS
+        assert "text" in list_groups() and "semantic" in list_groups()
+        assert PRESETS["default"][-1] == "text", PRESETS["default"]
+        assert list(QUERY_TERMS)[:4] == ["prompt", "text", "emphasis", "semantic"], list(QUERY_TERMS)
+    """
+    assert _loaded_after(code, tmp_path) == []
+
+
+@pytest.mark.parametrize("args", [["--help"], ["store", "ls", "-s", "store"], ["info", "t.fvt"]])
+def test_light_commands_load_nothing_heavy(args, tmp_path, page_texture):
+    page_texture.save(tmp_path / "t.fvt")
+    (tmp_path / "store").mkdir()
+    from foveate.store import TextureStore
+
+    with TextureStore(tmp_path / "store") as st:
+        st.put(page_texture)
+    code = f"""
+        import contextlib, io
+        sys.argv = ["foveate", *{args!r}]
+        from foveate.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            try:
+                main()
+            except SystemExit as exc:
+                assert not exc.code, exc.code
+    """
+    assert _loaded_after(code, tmp_path) == []
