@@ -10,7 +10,7 @@ from rich.table import Table
 
 from ..core.config import DEFAULT_BUDGET, SelectConfig
 from ..core.errors import FoveateError
-from .common import (DeviceOpt, LevelsOpt, MaxPixOpt, PatchOpt, WeightsOpt, _encode_config, _prompt_query, app, err,
+from .common import (DeviceOpt, LevelsOpt, MaxPixOpt, PatchOpt, _encode_config, _prompt_query, app, err,
                      out)
 
 
@@ -45,7 +45,9 @@ def video(
     fps: Optional[float] = typer.Option(None, "--fps", help="Overlay frame rate (default: the video's, else 24)."),
     preset: str = typer.Option("fast", "--preset", "-p", help="Channel preset: fast, default or full."),
     patch_size: int = PatchOpt, max_levels: int = LevelsOpt, max_pixels: int = MaxPixOpt, device: str = DeviceOpt,
-    weights: str = WeightsOpt,
+    weights: str = typer.Option("handset", "--weights", help="Relevance weights: handset (the default for video: "
+                                                             "the trained ones were fitted on still images), "
+                                                             "default (the trained weights), or a weights file."),
 ) -> None:
     """Stream a video through a bounded temporal memory: re-encode only what changed, select tokens per frame.
     Writes selections.jsonl, stats.jsonl and overlay.mp4."""

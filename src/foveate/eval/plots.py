@@ -101,7 +101,7 @@ def plot_gallery(result: EvalResult, path: Path, n: int = 12) -> Path:
     for rec in recs:
         tex = encode_array(load_image(data_dir / rec["image"]), result.config.encode)
         sel = select(tex, rec["query"], config=dataclasses.replace(result.config.select, budget=rec["budget"],
-                                                                   cut=False))
+                                                                   cut=False), weights=result.config.weights)
         q, _ = check_boxes(queries[rec["line"]], tex.image_size)
         thick = max(2, round(max(tex.image_size) / 300))
         views = [render_overlay(tex.image, sel), render_mosaic(tex, sel)]

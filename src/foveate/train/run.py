@@ -145,6 +145,34 @@ def calibrate_text_term(weights: Weights, pages: list[Page], cfg: TrainConfig, l
     return named[best], {"tried": tried, "chosen": best, "pages": len(sample)}
 
 
+def drop_constant_channels(fields: dict, data) -> list[str]:
+    """Leave out the channels that were constant on every training tile (``motion`` on still images): nothing was
+    learned about them, so a scorer falls back to their hand-set weights (:meth:`Weights.scorer`), as it does for
+    the channels training never saw (the video's ``prev_relevance`` and ``fixations``, caller attention maps)."""
+    dropped = []
+    for name in list(fields["channel"]):
+        cols = [data.columns.index(f"{s}:{name}") for s in ("mean", "max")]
+        if not np.any(np.ptp(data.x[:, cols], axis=0)):
+            del fields["channel"][name]
+            dropped.append(name)
+    return dropped
+
+
+PROMPT_RULE = "hand-set (a point is the caller's own instruction; the fitted weight is reported, not used)"
+
+
+def keep_handset_prompt(learned: Weights, handset: Weights) -> float:
+    """Give the prompt term its hand-set weight back; return the fitted one.  The training prompts are synthetic (a
+    point drawn inside the answer box, half of them beside the question's text), and the Poisson fit shares their
+    signal with the text term: it gave 1.8 where the clicked tiles need ~4 to lead a selection (tests/selection,
+    tests/video).  Validation and test are scored without prompts, so their figures do not depend on this."""
+    fitted = float(learned.query.get("prompt", 0.0))
+    learned.query = {**learned.query, "prompt": handset.query["prompt"]}
+    learned.query_need = {**learned.query_need, "prompt": handset.query_need["prompt"]}
+    learned._scorers.clear()
+    return fitted
+
+
 def train(cfg: TrainConfig, log: Callable[[str], None] = print,
           progress: Callable[[str, int, int], None] | None = None) -> TrainResult:
     """Run the whole pipeline (see the module docstring) and write ``cfg.output``."""
@@ -189,6 +217,7 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
     data = tile_rows(train_p, scorers, terms, seed=cfg.seed)
     theta = fit_poisson(data)
     fields = scorer_fields(theta, data.columns)
+    drop_constant_channels(fields, data)
     for j, name in enumerate(terms):  # a term that never fired in training keeps its hand-set weight
         if not np.any(data.x[:, data.columns.index(f"query:{name}")]):
             fields["query"][name] = handset.query[name]
@@ -206,6 +235,7 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
     learned._scorers.clear()
     gate_train_acc = gate_accuracy(learned.floor, gx, gy, gw)
     timings["floor"] = time.perf_counter() - t0
+    fitted_prompt = keep_handset_prompt(learned, handset)
 
     t0 = time.perf_counter()
     log("validation: hand-set vs learned vs uniform, same textures")
@@ -221,6 +251,7 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
             "images": {"train": len(train_p), "val": len(val_p), "test": len(test_p)}},
         "objective": OBJECTIVE, "ranker": ranker_report,
         "scorer": {"poisson_rows": int(len(data.y)), "fitted_text_weight": round(fitted_text, 3),
+                   "fitted_prompt_weight": round(fitted_prompt, 3), "prompt_weight": PROMPT_RULE,
                    "text_term_search": calibration},
         "ranker_validation": {"top1": round(top_k_accuracy(ranker, val_groups, 1), 4),
                               "top3": round(top_k_accuracy(ranker, val_groups, 3), 4), "questions": len(val_groups)},

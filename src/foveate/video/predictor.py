@@ -117,14 +117,17 @@ class VideoPredictor:
         select_config: default selection configuration.
         device: where the feature tensors and scoring live (``None``: CUDA if available, else CPU).
         scorer: a custom scorer (overrides ``weights``).
-        weights: relevance weights (``None``: the package's default; ``"handset"``; a file from ``foveate train``).
+        weights: relevance weights: ``"handset"`` (the default for video), ``"default"`` (the package's trained
+            weights), or a file from ``foveate train``.  Video keeps the hand-set weights by default: the trained
+            ones were fitted on still images, and their channel scale outweighs the temporal memory (a prompt on the
+            first frame fades as query-blind selections pile fixations elsewhere: tests/video).
         **overrides: fields of :class:`EncodeConfig` (``preset``, ``patch_size``, ...) or :class:`VideoConfig`
             (``memory``, ``change_threshold``, ...).
     """
 
     def __init__(self, config: EncodeConfig | None = None, video: VideoConfig | None = None,
                  select_config: SelectConfig | None = None, device: str | torch.device | None = None,
-                 scorer: Scorer | None = None, weights: Any = None, **overrides: Any) -> None:
+                 scorer: Scorer | None = None, weights: Any = "handset", **overrides: Any) -> None:
         enc_fields = {f.name for f in dataclasses.fields(EncodeConfig)}
         vid_fields = {f.name for f in dataclasses.fields(VideoConfig)}
         unknown = set(overrides) - enc_fields - vid_fields

@@ -28,7 +28,9 @@ class Weights:
 
     Attributes:
         name: ``"handset"``, ``"default"`` or the file it was read from.
-        channel: channel -> (mean-mip weight, max-mip weight) of the score.
+        channel: channel -> (mean-mip weight, max-mip weight) of the score.  A channel not listed here keeps its
+            hand-set weight (``DEFAULT_WEIGHTS``): training learns nothing about a channel it never saw vary (the
+            video's ``motion``, ``prev_relevance`` and ``fixations``, caller attention maps).
         need: channel -> (mean-mip weight, max-mip weight) of the need for detail.
         query, query_need: query term -> weight in the score / in the need.
         bias, need_floor: constants of the score and the need.
@@ -71,7 +73,8 @@ class Weights:
             return handset_scorer(channels, torch.device(device))
         key = (tuple(channels), tuple(QUERY_TERMS), str(device))
         if key not in self._scorers:
-            sc = Scorer(channels, weights=self.channel, need={k: v[1] for k, v in self.need.items()},
+            unseen = {k: v for k, v in DEFAULT_WEIGHTS.items() if k not in self.channel}  # see the class docstring
+            sc = Scorer(channels, weights={**unseen, **self.channel}, need={k: v[1] for k, v in self.need.items()},
                         need_mean={k: v[0] for k, v in self.need.items()}, query_weights=self.query,
                         query_need=self.query_need, bias=self.bias, need_floor=self.need_floor,
                         level_prior=self.level_prior, text_ranker=self.ranker, text_sharpness=self.text_sharpness,

@@ -120,6 +120,10 @@ def answer_map(index: TextIndex, probs: np.ndarray, sharpness: float, pad: float
     return paint_boxes(index.grid, index.patch, b + np.concatenate([-g, -g, g, g], 1), values[keep])
 
 
+#: below this probability for its most likely line, the learned text term says it is unsure (a note)
+UNSURE_ANSWER = 0.25
+
+
 def text_query_map(texture: Texture, query: Query, notes: list, scorer=None) -> np.ndarray | None:
     """The ``text`` query term: where the answer to the query text is (see the module docstring)."""
     if query.text is None:
@@ -135,6 +139,10 @@ def text_query_map(texture: Texture, query: Query, notes: list, scorer=None) -> 
     ranker = getattr(scorer, "text_ranker", None)
     if ranker is not None:
         p = answer_probabilities(index, query.text, ranker)
+        i = int(np.argmax(p))
+        if p[i] < UNSURE_ANSWER:
+            notes.append(f"no OCR line looks like the answer (most likely: {index.lines[i].text[:60]!r}, probability "
+                         f"{p[i]:.2f}; on no line: {max(0.0, 1.0 - float(p.sum())):.2f}); the selection leans on {blind}")
         return answer_map(index, p, scorer.text_sharpness, scorer.text_pad)
     m = match_lines(index, query.text)
     out = relevance_map(index, m)
