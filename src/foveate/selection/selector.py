@@ -245,8 +245,15 @@ def _uniform_parts(texture: Texture, sc: Scores, cfg: SelectConfig) -> dict:
     cx = np.minimum(((boxes[:, 0] + boxes[:, 2]) // 2) // (p * f), score_l.shape[1] - 1)
     centers = np.stack([(boxes[:, 0] + boxes[:, 2]) / 2.0 / w, (boxes[:, 1] + boxes[:, 3]) / 2.0 / h], -1)
     patches = None
-    if cfg.cut:
-        patches = torch.from_numpy(cut_uniform(texture.image, s, p, (ny, nx))).permute(0, 3, 1, 2)
+    if cfg.cut:  # the same tiles for every query at this budget: cut once per texture (a resize of the whole image)
+        key = ("uniform", s, ny, nx)
+        cached = texture._cache.get(key)
+        if cached is None:
+            cached = torch.from_numpy(cut_uniform(texture.image, s, p, (ny, nx))).permute(0, 3, 1, 2)
+            for old in [k for k in texture._cache if isinstance(k, tuple) and k[0] == "uniform"][:-3]:
+                texture._cache.pop(old, None)  # a few budgets at most
+            texture._cache[key] = cached
+        patches = cached.clone()
     return dict(levels=np.full(k, lvl, np.int64), rows=rows, cols=cols, scores=score_l[cy, cx].astype(np.float32),
                 boxes=boxes, centers=centers.astype(np.float32), grid=grid, gist=np.zeros(k, bool), patches=patches,
                 scales=np.full(k, s, np.float64))
