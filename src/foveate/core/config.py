@@ -14,7 +14,8 @@ from typing import Any
 from .errors import BudgetError, ConfigError
 
 #: Bump when a change to the channel generators changes the numbers they produce.
-ENCODER_VERSION = "1"
+#: 2: gradient magnitude and edge distance computed thread-count independent (last-bit changes).
+ENCODER_VERSION = "2"
 
 DEFAULT_BUDGET = 273
 MODES = ("quadtree", "topk")
