@@ -18,22 +18,38 @@ from .common import (DeviceOpt, LevelsOpt, MaxPixOpt, PatchOpt, PresetOpt, Seman
 
 @app.command()
 def encode(
-    images: list[str] = typer.Argument(..., help="Image file(s); example:page / example:photo for the bundled ones."),
+    images: list[str] = typer.Argument(..., help="Image file(s); example:page / example:photo for the bundled ones; "
+                                                 "with --store or --ray also folders (and with --ray globs, URIs)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o",
                                           help="Output .fvt file (one image) or folder (several images)."),
     store: Optional[Path] = typer.Option(None, "--store", "-s",
                                          help="Encode into this texture store instead (images and folders; "
                                               "resumable: what is stored is skipped)."),
     workers: int = typer.Option(0, "--workers", "-w", help="--store: parallel decode + encode threads "
-                                                            "(0 = one per CPU core)."),
+                                                            "(0 = one per CPU core); --ray: Ray workers (0 = one "
+                                                            "per CPU of the cluster)."),
+    ray: Optional[str] = typer.Option(None, "--ray", metavar="[ADDRESS]",
+                                      help="Encode on a Ray cluster into the texture dataset -o OUT/ (resumable; "
+                                           "pip install 'foveate[ray]').  ADDRESS: the cluster to join (auto, "
+                                           "ray://HOST:10001, HOST:6379; default $RAY_ADDRESS, else a new local "
+                                           "one)."),
+    batch_size: int = typer.Option(16, "--batch-size", help="--ray: images per batch (one part file each)."),
     preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
     max_pixels: int = MaxPixOpt, device: str = DeviceOpt, semantic_model: Optional[str] = SemanticOpt,
 ) -> None:
-    """Encode image(s) once into texture file(s) (.fvt), or into a texture store (--store), that
-    `foveate select` and `foveate serve` answer queries from."""
+    """Encode image(s) once into texture file(s) (.fvt), into a texture store (--store), or on a Ray cluster into a
+    texture dataset (--ray), that `foveate select` and `foveate serve` answer queries from."""
     from ..core.texture import encode as encode_image
 
     config = _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model)
+    if ray is not None:
+        if store is not None:
+            raise FoveateError("pass either --store DIR or --ray, not both (foveate store import DATASET copies a "
+                               "dataset into a store)")
+        from .dist import encode_with_ray
+
+        encode_with_ray(ray, images, output, config, workers, batch_size)
+        return
     if store is not None:
         if output is not None:
             raise FoveateError("pass either --store DIR or -o/--output, not both")
@@ -74,7 +90,8 @@ def encode(
 
 @app.command()
 def select(
-    source: str = typer.Argument(..., help="An image, a saved .fvt texture, or example:page / example:photo."),
+    source: str = typer.Argument(..., help="An image, a saved .fvt texture, a texture in a dataset (DATASET/#ID), or "
+                                           "example:page / example:photo."),
     query: list[str] = typer.Option([], "--query", "-q", help="Query text; repeat for several queries."),
     point: list[str] = typer.Option([], "--point", help="Positive point prompt 'x,y' (pixels); repeatable."),
     neg_point: list[str] = typer.Option([], "--neg-point", help="Negative point prompt 'x,y'; repeatable."),
@@ -140,7 +157,7 @@ def select(
 
 @app.command()
 def info(
-    source: str = typer.Argument(..., help="A saved .fvt texture or an image (encoded first)."),
+    source: str = typer.Argument(..., help="A saved .fvt texture, DATASET/#ID, or an image (encoded first)."),
     preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
     max_pixels: int = MaxPixOpt, device: str = DeviceOpt, semantic_model: Optional[str] = SemanticOpt,
 ) -> None:
