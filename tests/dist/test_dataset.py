@@ -278,3 +278,38 @@ def test_encode_dataset_validates_before_any_cluster_work(tmp_path):
         with pytest.raises(ConfigError, match="takes no weights"):
             select_dataset(tmp_path, [], tmp_path / "o", weights="trained.safetensors")
     assert not (tmp_path / "o").exists()
+
+
+def test_queries_tables_and_their_join_with_the_textures(encoded, tmp_path):
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from foveate.dist.select import _work, load_queries
+
+    out, files, _ = encoded
+    rows = [{"source": str(files["r0"]), "query": "a dog", "budget": 64},
+            {"id": "nope", "query": "x"},
+            {"source": str(files["garbage"]), "query": "x"},
+            {"query": "no texture named"},
+            {"source": str(files["photo"]), "points": [[5, 6]], "boxes": [[1, 2, 30, 40]], "mode": "topk"}]
+    keys = ["id", "source", "query", "budget", "points", "boxes", "mode"]
+    table = pa.Table.from_pylist([{k: r.get(k) for k in keys} for r in rows])
+    (tmp_path / "q.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
+    pq.write_table(table, tmp_path / "q.parquet")
+    index = scan(out, ["id", "source", "texture_size", "error"])
+    photo_id = texture_id(content_hash(foveate.load_image(files["photo"])), FAST)
+    for queries in (rows, tmp_path / "q.jsonl", tmp_path / "q.parquet", table, pd.DataFrame(rows)):
+        items, skipped = _work(load_queries(queries), index, {2}, 273, "quadtree")  # qid 2 done before
+        got = {it["qid"]: it for it in items}
+        assert skipped == 1 and sorted(got) == [0, 1, 3, 4]
+        assert [q for q, it in sorted(got.items()) if it["error"] is None] == [0, 4]
+        assert got[0]["budget"] == 64 and got[0]["mode"] == "quadtree"
+        assert json.loads(got[0]["query"]) == {"text": "a dog"}
+        assert got[4]["mode"] == "topk" and got[4]["id"] == photo_id and got[4]["part"] is not None
+        assert json.loads(got[4]["query"]) == {"points": [[5, 6]], "boxes": [[1, 2, 30, 40]]}
+        assert "no texture nope" in got[1]["error"] and "names no texture" in got[3]["error"]
+    (tmp_path / "bad.jsonl").write_text('{"id": "a", "query": "x"}\n{not json\n')
+    with pytest.raises(DatasetError, match="line 2"):
+        load_queries(tmp_path / "bad.jsonl")
+    with pytest.raises(ConfigError, match="query id 7 is given twice"):
+        _work([{"qid": 7, "id": "a"}, {"qid": 7, "id": "b"}], index, set(), 273, "quadtree")

@@ -137,15 +137,21 @@ def test_resume_skips_done_rows_and_marks_duplicates(cluster, tmp_path):
     assert copy["texture"] is None and copy["id"] == foveate.encode(files["photo"], FAST, device="cpu").id
 
 
-def test_a_ray_dataset_of_image_bytes(cluster, tmp_path):
+def test_a_ray_dataset_of_image_bytes_or_paths(cluster, tmp_path):
     files = corpus(tmp_path / "imgs", n_random=2)
     ds = ray.data.read_binary_files(str(tmp_path / "imgs"), include_paths=True)
     summary = encode_dataset(ds, tmp_path / "ds", preset="fast", batch_size=3, progress=False)
     assert summary.count("encoded") == len(files) - len(BAD) and summary.count("failed") == len(BAD)
-    for row in _rows(tmp_path / "ds"):
-        assert row["source"].endswith(os.path.basename(row["source"]))
+    rows = _rows(tmp_path / "ds")
+    assert_one_row_per_source(rows, files.values())
+    for row in rows:
         if row["texture"] is not None:
             assert_same_texture(row["texture"], foveate.encode(row["source"], FAST, device="cpu"))
+    paths = ray.data.from_items([{"path": str(p)} for p in files.values()])
+    by_path = encode_dataset(paths, tmp_path / "ds2", preset="fast", batch_size=3, progress=False)
+    assert by_path.count("encoded") == len(files) - len(BAD)
+    assert sorted((r["source"], r["id"]) for r in _rows(tmp_path / "ds2")) == sorted((r["source"], r["id"])
+                                                                                      for r in rows)
 
 
 _DRIVER = textwrap.dedent("""
@@ -194,18 +200,23 @@ def test_a_killed_job_restarted_loses_and_duplicates_nothing(cluster, tmp_path):
 
 def test_command_line(cluster, tmp_path):
     out = tmp_path / "ds"
-    r = run("encode", "--ray", cluster, "example:photo", str(EXAMPLES / "page.png"), "--preset", "fast",
+    bad = tmp_path / "bad.png"
+    bad.write_bytes(b"not a png")
+    r = run("encode", "--ray", cluster, "example:photo", str(EXAMPLES / "page.png"), bad, "--preset", "fast",
             "-o", out)
-    assert r.returncode == 0, r.stderr
-    assert "2 encoded, 0 already in" in " ".join(r.stdout.split())
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "2 encoded, 0 already in" in " ".join(r.stdout.split()) and "1 failed" in " ".join(r.stdout.split())
+    assert f"failed {bad}: not a readable image" in r.stderr
+    assert r.stderr.strip().splitlines()[-1] == "error: 1 of 3 images could not be encoded (their rows say why)"
     rows = _rows(out, ("id", "source"))
-    assert len(rows) == 2
+    assert len(rows) == 3
     photo = next(x for x in rows if x["source"].endswith("photo.jpg"))
+    assert photo["id"] == foveate.encode(EXAMPLES / "photo.jpg", FAST, device="cpu").id
     r = run("select", f"{out}/#{photo['id']}", "--point", "250,180", "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["texture_id"] == photo["id"]
     r = run("store", "import", out, "-s", tmp_path / "store")
-    assert r.returncode == 0 and "imported 2 textures" in r.stdout, r.stderr
+    assert r.returncode == 0 and "imported 2 textures" in r.stdout and "1 rows without" in r.stdout, r.stderr
     r = run("select", f"{out}/#{'0' * 8}", "-q", "x")
     assert r.returncode == 1 and r.stderr.startswith("error: no texture") and "Traceback" not in r.stderr
     r = run("encode", "--ray", cluster, "--store", tmp_path / "s", "example:photo")
