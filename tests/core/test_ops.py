@@ -202,10 +202,14 @@ def test_edges_and_distances_are_the_same_bits_on_any_number_of_threads(opencv_t
     exact_mag = (np.hypot(gx.astype(np.float64), gy.astype(np.float64)).astype(np.float32)
                  * np.float32(1.0 / (4.0 * 255.0)))
     exact_dist = ndi.distance_transform_edt(~mask).astype(np.float32)
+    far = np.zeros((700, 900), bool)  # distances up to ~1100 px: beyond what float32 pins down from OpenCV's
+    far[3, 4] = True
+    exact_far = ndi.distance_transform_edt(~far).astype(np.float32)
     for threads in (1, 2, 4):
         opencv_threads(threads)
         np.testing.assert_array_equal(ops.gradient_magnitude(gx, gy), exact_mag)
         np.testing.assert_array_equal(ops.distance_to_mask(mask), exact_dist)
+        np.testing.assert_array_equal(ops.distance_to_mask(far), exact_far)
 
 
 def test_band_energy():

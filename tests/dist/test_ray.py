@@ -52,7 +52,7 @@ def default_ds(cluster, tmp_path_factory):
     files = corpus(base / "imgs", n_random=2)
     files["page"] = base / "imgs" / "page.png"
     shutil.copy(EXAMPLES / "page.png", files["page"])
-    summary = encode_dataset(base / "imgs", base / "ds", preset="default", concurrency=2, batch_size=2,
+    summary = encode_dataset(base / "imgs", base / "ds", preset="default", concurrency=1, batch_size=2,
                              progress=False)
     return base / "ds", files, summary
 
