@@ -313,3 +313,17 @@ def test_queries_tables_and_their_join_with_the_textures(encoded, tmp_path):
         load_queries(tmp_path / "bad.jsonl")
     with pytest.raises(ConfigError, match="query id 7 is given twice"):
         _work([{"qid": 7, "id": "a"}, {"qid": 7, "id": "b"}], index, set(), 273, "quadtree")
+
+
+def test_a_dataset_at_a_uri(tmp_path):
+    """Any pyarrow filesystem: here file://, through the same code as s3:// or gs://."""
+    files = corpus(tmp_path / "imgs", n_random=1)
+    uri = f"file://{tmp_path / 'ds'}"
+    job = prepare_output(uri, texture_manifest(FAST))
+    pairs = expand_sources(f"file://{tmp_path / 'imgs'}")
+    assert all(s.startswith("file://") for s, _ in pairs)
+    _worker(uri, job)(_batch(pairs))
+    rows = scan(uri, ["id", "source", "error"]).to_pylist()
+    assert len(rows) == len(files) and len(part_files(str(tmp_path / "ds"))) == 1
+    photo = next(r for r in rows if r["source"].endswith("photo.jpg"))
+    assert find_texture(uri, photo["id"]).id == foveate.encode(files["photo"], FAST, device="cpu").id

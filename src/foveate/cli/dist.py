@@ -41,7 +41,7 @@ def split_address(value: str, images: list[str]) -> tuple[str | None, list[str]]
     return (value, images) if is_address(value) else (None, [value, *images])
 
 
-def encode_with_ray(address_opt: str, images: list[str], output: Path | None, config: EncodeConfig, workers: int,
+def encode_with_ray(address_opt: str, images: list[str], output: str | None, config: EncodeConfig, workers: int,
                     batch_size: int) -> None:
     from ..dist.encode import encode_dataset
 
@@ -51,7 +51,7 @@ def encode_with_ray(address_opt: str, images: list[str], output: Path | None, co
     if output is None:
         raise FoveateError("--ray writes a texture dataset: give its folder with -o OUT/")
     sources = [str(_resolve_input(p)) if p.startswith("example:") else p for p in images]
-    s = encode_dataset(sources if len(sources) > 1 else sources[0], str(output), config=config,
+    s = encode_dataset(sources if len(sources) > 1 else sources[0], output, config=config,
                        concurrency=workers or None, batch_size=batch_size, address=address, progress=True)
     d = s.to_dict()
     for source, why in s.failures.items():

@@ -20,8 +20,9 @@ from .common import (DeviceOpt, LevelsOpt, MaxPixOpt, PatchOpt, PresetOpt, Seman
 def encode(
     images: list[str] = typer.Argument(..., help="Image file(s); example:page / example:photo for the bundled ones; "
                                                  "with --store or --ray also folders (and with --ray globs, URIs)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o",
-                                          help="Output .fvt file (one image) or folder (several images)."),
+    output: Optional[str] = typer.Option(None, "--output", "-o",
+                                         help="Output .fvt file (one image) or folder (several images); --ray: the "
+                                              "dataset folder or URI."),
     store: Optional[Path] = typer.Option(None, "--store", "-s",
                                          help="Encode into this texture store instead (images and folders; "
                                               "resumable: what is stored is skipped)."),
@@ -50,6 +51,7 @@ def encode(
 
         encode_with_ray(ray, images, output, config, workers, batch_size)
         return
+    output = Path(output) if output is not None else None
     if store is not None:
         if output is not None:
             raise FoveateError("pass either --store DIR or -o/--output, not both")
