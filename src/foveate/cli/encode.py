@@ -118,8 +118,16 @@ def select(
     if max_crops < 1 or vlm_patch < 1:
         raise FoveateError("--max-crops and --vlm-patch must be at least 1")
     queries = [_prompt_query(t, point, neg_point, box) for t in (list(query) or [None])]
-    tex = _texture_for(_resolve_input(source), _encode_config(preset, patch_size, max_levels, max_pixels,
-                                                              semantic_model), device, quiet=json_out)
+    src = _resolve_input(source)
+    enc = _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model)
+    if src.suffix != ".fvt" and cfg.mode == "quadtree":  # what the budget can cover, from the header alone
+        from ..core.io import peek_size
+        from ..selection.quadtree import check_cover
+
+        size = peek_size(src, enc.max_pixels)
+        if size is not None:
+            check_cover(size, enc.patch_size, enc.max_levels, cfg.budget)
+    tex = _texture_for(src, enc, device, quiet=json_out)
     for q in queries:
         q.validate(tex.image_size)
     if not json_out:
