@@ -120,7 +120,7 @@ def select(
     queries = [_prompt_query(t, point, neg_point, box) for t in (list(query) or [None])]
     src = _resolve_input(source)
     enc = _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model)
-    if src.suffix != ".fvt" and cfg.mode == "quadtree":  # what the budget can cover, from the header alone
+    if isinstance(src, Path) and src.suffix != ".fvt" and cfg.mode == "quadtree":  # the budget vs the header
         from ..core.io import peek_size
         from ..selection.quadtree import check_cover
 
