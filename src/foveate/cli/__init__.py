@@ -20,8 +20,10 @@ from .common import app, err
 
 def main() -> None:
     """Console entry point: run the app, turning foveate errors into one-line messages."""
+    from .dist import ray_flag_argv
+
     try:
-        app()
+        app(args=ray_flag_argv(sys.argv[1:]))
     except FoveateError as exc:
         err.print(f"error: {exc}", highlight=False, markup=False)
         sys.exit(1)

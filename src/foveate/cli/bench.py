@@ -1,5 +1,6 @@
-"""The benchmark commands: ``foveate bench`` (encode and select), ``bench-serve`` (a real server under load) and
-``bench-video`` (incremental video updates against encoding every frame)."""
+"""The benchmark commands: ``foveate bench`` (encode and select), ``bench-serve`` (a real server under load),
+``bench-ray`` (the Ray dataset pipeline against the local encode) and ``bench-video`` (incremental video updates
+against encoding every frame)."""
 
 from __future__ import annotations
 
@@ -66,6 +67,22 @@ def bench(
 
     run_bench([_resolve_input(p) for p in image], repeats=repeats, presets=[p for p in presets.split(",") if p],
               json_path=json_path, device=device, console=out, weights=weights)
+
+
+@app.command("bench-ray")
+def bench_ray(
+    sources: list[str] = typer.Argument(..., help="Image folders, globs or files (the same images for every run)."),
+    preset: str = typer.Option("fast", "--preset", "-p", help="Encode preset."),
+    workers: str = typer.Option("1,2", "--workers", help="Ray worker counts to compare, comma-separated."),
+    batch_size: int = typer.Option(16, "--batch-size", help="Images per batch (one part file)."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
+) -> None:
+    """Measure `encode --ray` on a local Ray cluster: images/s for each worker count against `encode --store` and
+    the worker's code without Ray, Ray's per-image overhead, output bytes per image, reading a texture by id."""
+    from ..bench.dist import run_dist_bench
+
+    run_dist_bench(sources, preset=preset, workers=_numbers(workers, "--workers", kind=int), batch_size=batch_size,
+                   json_path=json_path, console=out)
 
 
 @app.command("bench-video")

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import typer
 from rich.console import Console
 
-from ..core.config import EncodeConfig, replace_config
+from ..core.config import EncodeConfig
 from ..core.errors import ConfigError, FoveateError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -38,18 +38,14 @@ OcrOpt = typer.Option("auto", "--ocr", help="Text group (default and full preset
 
 def _encode_config(preset: str, patch_size: int, max_levels: int, max_pixels: int,
                    semantic_model: Optional[str] = None, ocr: str = "auto") -> EncodeConfig:
+    from ..core.channels import with_semantic_model
+
     try:
         cfg = EncodeConfig(preset=preset, patch_size=patch_size, max_levels=max_levels, max_pixels=max_pixels,
                            options={"ocr": ocr})
     except ConfigError as exc:
         raise typer.BadParameter(str(exc), param_hint="--ocr") from None
-    if semantic_model:
-        from ..core.channels import resolve_groups
-
-        groups = resolve_groups(cfg)
-        cfg = replace_config(cfg, {"groups": groups + ("semantic",) * ("semantic" not in groups),
-                                   "options": {**dict(cfg.options), "semantic_model": semantic_model}})
-    return cfg
+    return with_semantic_model(cfg, semantic_model)
 
 
 _SAID: set[str] = set()
@@ -63,8 +59,22 @@ def _say_absent_once(tex) -> None:
                   "(--semantic-model DIR or $FOVEATE_SEMANTIC_MODEL); text queries use OCR only", highlight=False)
 
 
-def _resolve_input(path: str) -> Path:
-    """``example:page`` / ``example:photo`` name the bundled examples; anything else is a path."""
+class DatasetRef(NamedTuple):
+    """``DATASET/#ID``: a texture in a texture dataset (``foveate encode --ray``)."""
+
+    dataset: str
+    id: str
+
+
+def _resolve_input(path: str) -> Path | DatasetRef:
+    """``example:page`` / ``example:photo`` name the bundled examples; ``DATASET/#ID`` a texture in a texture
+    dataset; anything else is a path."""
+    if "#" in path:
+        from ..dist.reader import split_ref
+
+        ref = split_ref(path)
+        if ref is not None:
+            return DatasetRef(*ref)
     if path.startswith("example:"):
         name = path.split(":", 1)[1]
         matches = sorted(EXAMPLES.glob(f"{name}.*"))
@@ -75,10 +85,15 @@ def _resolve_input(path: str) -> Path:
     return Path(path)
 
 
-def _texture_for(path: Path, config: EncodeConfig, device: str, quiet: bool = False):
-    """Load a saved ``.fvt`` texture (no encode) or encode an image, with a spinner on a terminal."""
+def _texture_for(path: Path | DatasetRef, config: EncodeConfig, device: str, quiet: bool = False):
+    """Load a saved ``.fvt`` texture or one from a dataset (no encode), or encode an image, with a spinner on a
+    terminal."""
     from ..core.texture import Texture, encode
 
+    if isinstance(path, DatasetRef):
+        from ..dist.reader import find_texture
+
+        return find_texture(path.dataset, path.id, device=device)
     if path.suffix == ".fvt":
         return Texture.load(path, device=device)
     if quiet or not err.is_terminal:

@@ -19,28 +19,47 @@ from .common import (DeviceOpt, LevelsOpt, MaxPixOpt, OcrOpt, PatchOpt, PresetOp
 
 @app.command()
 def encode(
-    images: list[str] = typer.Argument(..., help="Image file(s); example:page / example:photo for the bundled ones."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o",
-                                          help="Output .fvt file (one image) or folder (several images)."),
+    images: list[str] = typer.Argument(..., help="Image file(s); example:page / example:photo for the bundled ones; "
+                                                 "with --store or --ray also folders (and with --ray globs, URIs)."),
+    output: Optional[str] = typer.Option(None, "--output", "-o",
+                                         help="Output .fvt file (one image) or folder (several images); --ray: the "
+                                              "dataset folder or URI."),
     store: Optional[Path] = typer.Option(None, "--store", "-s",
                                          help="Encode into this texture store instead (images and folders; "
                                               "resumable: what is stored is skipped)."),
     workers: int = typer.Option(0, "--workers", "-w", help="--store: parallel decode + encode threads "
-                                                            "(0 = one per CPU core)."),
+                                                            "(0 = one per CPU core); --ray: Ray workers (0 = one "
+                                                            "per CPU of the cluster)."),
+    ray: Optional[str] = typer.Option(None, "--ray", metavar="[ADDRESS]",
+                                      help="Encode on a Ray cluster into the texture dataset -o OUT/ (resumable; "
+                                           "pip install 'foveate[ray]').  ADDRESS: the cluster to join (auto, "
+                                           "ray://HOST:10001, HOST:6379; default $RAY_ADDRESS, else a new local "
+                                           "one)."),
+    batch_size: int = typer.Option(16, "--batch-size", help="--ray: images per batch (one part file each)."),
     preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
     max_pixels: int = MaxPixOpt, device: str = DeviceOpt, semantic_model: Optional[str] = SemanticOpt,
     weights: str = WeightsOpt,
     ocr: str = OcrOpt,
 ) -> None:
-    """Encode image(s) once into texture file(s) (.fvt), or into a texture store (--store), that
-    `foveate select` and `foveate serve` answer queries from.  Textures do not depend on the relevance weights
-    (they are read at select time); --weights only checks that the file the later selects will use loads."""
+    """Encode image(s) once into texture file(s) (.fvt), into a texture store (--store), or on a Ray cluster into a
+    texture dataset (--ray), that `foveate select` and `foveate serve` answer queries from.  Textures do not depend
+    on the relevance weights (they are read at select time); --weights only checks that the file later selects will
+    use loads."""
     from ..core.texture import encode as encode_image
     from ..weights import load_weights
 
     load_weights(weights)
 
     config = _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model, ocr)
+    if ray is not None:
+        if store is not None:
+            raise FoveateError("pass either --store DIR or --ray, not both (foveate store import DATASET copies a "
+                               "dataset into a store)")
+        from .dist import encode_with_ray
+
+        encode_with_ray(ray, images, output, config, workers, batch_size)
+        return
+    output = Path(output) if output is not None else None
     if store is not None:
         if output is not None:
             raise FoveateError("pass either --store DIR or -o/--output, not both")
@@ -81,7 +100,8 @@ def encode(
 
 @app.command()
 def select(
-    source: str = typer.Argument(..., help="An image, a saved .fvt texture, or example:page / example:photo."),
+    source: str = typer.Argument(..., help="An image, a saved .fvt texture, a texture in a dataset (DATASET/#ID), or "
+                                           "example:page / example:photo."),
     query: list[str] = typer.Option([], "--query", "-q", help="Query text; repeat for several queries."),
     point: list[str] = typer.Option([], "--point", help="Positive point prompt 'x,y' (pixels); repeatable."),
     neg_point: list[str] = typer.Option([], "--neg-point", help="Negative point prompt 'x,y'; repeatable."),
@@ -115,7 +135,7 @@ def select(
     queries = [_prompt_query(t, point, neg_point, box) for t in (list(query) or [None])]
     src = _resolve_input(source)
     enc = _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model, ocr)
-    if src.suffix != ".fvt" and cfg.mode == "quadtree":  # what the budget can cover, from the header alone
+    if isinstance(src, Path) and src.suffix != ".fvt" and cfg.mode == "quadtree":  # the budget vs the header
         from ..core.io import peek_size
         from ..selection.quadtree import check_cover
 
@@ -161,7 +181,7 @@ def select(
 
 @app.command()
 def info(
-    source: str = typer.Argument(..., help="A saved .fvt texture or an image (encoded first)."),
+    source: str = typer.Argument(..., help="A saved .fvt texture, DATASET/#ID, or an image (encoded first)."),
     preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
     max_pixels: int = MaxPixOpt, device: str = DeviceOpt, semantic_model: Optional[str] = SemanticOpt,
     ocr: str = OcrOpt,

@@ -1,4 +1,5 @@
-"""``foveate store``: inspect and maintain a texture store (``ls``, ``info``, ``gc``, ``clear``, ``bench``)."""
+"""``foveate store``: inspect and maintain a texture store (``ls``, ``info``, ``gc``, ``clear``, ``import``,
+``bench``)."""
 
 from __future__ import annotations
 
@@ -101,6 +102,20 @@ def store_clear(store: Optional[Path] = StoreOpt,
             raise typer.Exit(1)
         n = st.clear()
     out.print(f"removed {n} textures", highlight=False)
+
+
+@store_app.command("import")
+def store_import(dataset: str = typer.Argument(..., help="A texture dataset (folder or URI) from `encode --ray`."),
+                 store: Optional[Path] = StoreOpt) -> None:
+    """Copy the textures of a dataset into the store (each verified; what is stored is skipped)."""
+    from ..dist.reader import import_into_store
+
+    with _open_store(store, create=True) as st:
+        counts = import_into_store(dataset, st)
+        entries = st.stats()["entries"]
+    out.print(f"imported {counts['imported']} textures, {counts['stored']} already stored, "
+              f"{counts['without_texture']} rows without a texture (failed or duplicate); store {st.path}: "
+              f"{entries} textures", highlight=False)
 
 
 @store_app.command("bench")

@@ -143,6 +143,18 @@ def resolve_groups(config: EncodeConfig) -> tuple[str, ...]:
     return tuple(sorted(names, key=order.__getitem__))
 
 
+def with_semantic_model(config: EncodeConfig, model: str | None) -> EncodeConfig:
+    """``config`` with the semantic group on and its image-text model set to ``model`` (a local checkpoint
+    directory or a cached model id); ``config`` itself when ``model`` is empty."""
+    if not model:
+        return config
+    from .config import replace_config
+
+    groups = resolve_groups(config)
+    return replace_config(config, {"groups": groups + ("semantic",) * ("semantic" not in groups),
+                                   "options": {**dict(config.options), "semantic_model": str(model)}})
+
+
 # ----------------------------------------------------------------------------------------------------------
 # The context that generators share (intermediates computed once, on first use)
 

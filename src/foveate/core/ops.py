@@ -211,8 +211,18 @@ def sobel_gradients(gray: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def gradient_magnitude(gx: np.ndarray, gy: np.ndarray) -> np.ndarray:
-    """|grad| normalised so a step of 1.0 (255 grey levels) gives 1.0.  (H, W) float32."""
-    return cv2.magnitude(gx.astype(np.float32), gy.astype(np.float32)) * (1.0 / (4.0 * 255.0))
+    """|grad| normalised so a step of 1.0 (255 grey levels) gives 1.0.  (H, W) float32.
+
+    In NumPy, correctly rounded (gx² + gy² of 3x3 Sobel values is exact in float32): the same bits on any number
+    of threads.  ``cv2.magnitude`` approximates the root, and its vector and tail paths round differently
+    where the thread count splits a row, so a texture would depend on the machine's cores."""
+    mag = gx.astype(np.float32)
+    mag *= mag
+    y = gy.astype(np.float32)
+    y *= y
+    mag += y
+    np.sqrt(mag, out=mag)
+    return mag * (1.0 / (4.0 * 255.0))
 
 
 def polarity_edges(gray: np.ndarray, gx: np.ndarray, gy: np.ndarray, window: int = 15,
@@ -290,17 +300,33 @@ def edge_mask(gray: np.ndarray, low: int = 40, high: int = 120) -> np.ndarray:
     return cv2.Canny(cv2.GaussianBlur(gray, (3, 3), 0), low, high) > 0
 
 
+#: below this distance OpenCV's float32 result is within a few ulps, well inside the half unit of d² that pins the
+#: exact integer d² down; beyond it a float32 ulp of d is worth about a unit of d²
+_SNAP_LIMIT = 512.0
+
+
 def distance_to_mask(mask: np.ndarray) -> np.ndarray:
     """Exact Euclidean distance of every pixel to the nearest ``True`` pixel (0 on the mask).
 
-    Same definition as ``scipy.ndimage.distance_transform_edt(~mask)``; computed with OpenCV's exact
-    (DIST_MASK_PRECISE) transform, 5x faster.  An all-False mask gives the diagonal of the image everywhere
+    Same values as ``scipy.ndimage.distance_transform_edt(~mask)`` in float32, bit for bit on any number of
+    threads; computed with OpenCV's exact (DIST_MASK_PRECISE) transform, 5x faster (SciPy itself where a pixel
+    lies 512 px or more from the mask).  An all-False mask gives the diagonal of the image everywhere
     ("infinitely far"), never inf.  (H, W) bool -> (H, W) float32.
     """
     if not mask.any():
         return np.full(mask.shape, float(math.hypot(*mask.shape)), dtype=np.float32)
     src = np.where(mask, 0, 255).astype(np.uint8)
-    return cv2.distanceTransform(src, cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
+    d = cv2.distanceTransform(src, cv2.DIST_L2, cv2.DIST_MASK_PRECISE)
+    if float(d.max()) >= _SNAP_LIMIT:
+        from scipy import ndimage
+
+        return ndimage.distance_transform_edt(~mask).astype(np.float32)
+    # OpenCV's distances are a few ulps off the exact ones, by an amount that depends on the thread count; an
+    # exact distance is the root of an integer (dx² + dy²): round the square, take the correctly rounded root
+    sq = np.square(d, dtype=np.float64)
+    np.rint(sq, out=sq)
+    np.sqrt(sq, out=sq)
+    return sq.astype(np.float32)
 
 
 def superpixels(image: np.ndarray, n_segments: int, size: int = 128) -> tuple[np.ndarray, np.ndarray]:

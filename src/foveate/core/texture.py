@@ -13,7 +13,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import torch
@@ -250,9 +250,20 @@ class Texture:
         return path
 
     @classmethod
-    def load(cls, path: str | Path, device: str | torch.device | None = "cpu", verify: bool = True) -> Texture:
-        """Read a ``.fvt`` file.  Encodes nothing.  A corrupt file or another format version raises
-        :class:`TextureFormatError`; ``verify`` re-hashes the pixels against the stored content hash."""
+    def load(cls, path: str | Path | bytes | Mapping[str, Any], device: str | torch.device | None = "cpu",
+             verify: bool = True) -> Texture:
+        """Read a ``.fvt`` file, its bytes, or a row of a texture dataset (a mapping with a ``texture`` column, as
+        Ray, pandas or pyarrow give rows; see :mod:`foveate.dist`).  Encodes nothing.  A corrupt file or another
+        format version raises :class:`TextureFormatError`; ``verify`` re-hashes the pixels against the stored
+        content hash."""
+        if isinstance(path, (bytes, bytearray, memoryview)):
+            return cls.from_bytes(bytes(path), device=device, verify=verify)
+        if isinstance(path, Mapping):
+            name = str(path.get("id") or path.get("source") or "<row>")
+            if path.get("texture") is None:
+                why = path.get("error") or f"a duplicate: the texture is on the row of id {path.get('id')} that has one"
+                raise TextureFormatError(f"{name}: this dataset row holds no texture ({why})")
+            return cls.from_bytes(bytes(path["texture"]), device=device, verify=verify, name=name)
         path = Path(path)
         if not path.is_file():
             raise TextureFormatError(f"{path}: no such texture file")
