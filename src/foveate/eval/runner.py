@@ -22,6 +22,7 @@ from .data import PROBLEM_KINDS, EvalQuery, Problem, check_boxes, read_queries, 
 from .metrics import DEFAULT_HIT_THRESHOLD, DEFAULT_MIN_PX, query_metrics
 from .oracle import oracle_tiles
 from .summary import aggregate, mean_scores
+from .vlm import vlm_record
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -87,6 +88,10 @@ class EvalConfig:
         ocr: ``"auto"`` (when the set has ``answer_text`` and OCR is installed), ``"on"`` (error if missing), ``"off"``.
         ocr_budgets: run the OCR check at these budgets only (``None``: all); OCR is by far the slowest part.
         max_error_rate: fuzzy OCR match tolerance (edits per answer character).
+        vlm: VLM rules (``foveate.vlm`` specs) to plan crops under: tokens of the plan, the whole image and a uniform
+            resize, and the OCR check on each where the OCR check runs (``foveate.eval.vlm``).
+        mosaic_ocr: also read foveate's mosaic in the OCR check (off: only the uniform image, the full image and
+            the VLM rows are read).
     """
 
     budgets: tuple[int, ...] = (273,)
@@ -103,6 +108,8 @@ class EvalConfig:
     ocr_budgets: tuple[int, ...] | None = None
     max_error_rate: float = 0.2
     device: str | None = "cpu"
+    vlm: tuple[str, ...] = ()
+    mosaic_ocr: bool = True
 
     def __post_init__(self) -> None:
         budgets = tuple(self.budgets)
@@ -129,6 +136,9 @@ class EvalConfig:
             raise ConfigError("random_seeds must be at least 1")
         if self.limit is not None and self.limit < 1:
             raise ConfigError("limit must be at least 1")
+        from ..vlm import get_rule
+
+        object.__setattr__(self, "vlm", tuple(dict.fromkeys(get_rule(r).name for r in self.vlm)))
 
     @property
     def methods(self) -> list[str]:
@@ -136,7 +146,7 @@ class EvalConfig:
 
     def to_dict(self) -> dict:
         d = {k: getattr(self, k) for k in ("budgets", "baselines", "min_px", "hit_threshold", "random_seeds", "seed",
-                                           "limit", "ocr", "ocr_budgets", "max_error_rate")}
+                                           "limit", "ocr", "ocr_budgets", "max_error_rate", "vlm", "mosaic_ocr")}
         d["encode"] = self.encode.to_dict()
         d["select"] = {k: getattr(self.select, k) for k in SELECT_KNOBS}
         d["variants"] = {n: {k: getattr(c, k) for k in SELECT_KNOBS} for n, c in self.variants}
@@ -160,8 +170,11 @@ class EvalResult:
     ocr: dict[str, str]
 
     def to_dict(self) -> dict:
+        from .vlm import aggregate_vlm
+
         return {
             "data_dir": self.data_dir, "config": self.config.to_dict(), "counts": self.counts,
+            "vlm": aggregate_vlm(self.records),
             "timings_s": {k: round(v, 3) for k, v in self.timings_s.items()}, "ocr": self.ocr,
             "methods": {m: METHOD_HELP.get(m.split(":")[0], "") for m in self.config.methods},
             "summary": aggregate(self.records, self.config.methods),
@@ -350,6 +363,12 @@ def _eval_image(run: _Run, image_rel: str, qs: list[EvalQuery]) -> None:
             t["baselines"] += time.perf_counter() - t5
             if ocr_here and q.answers:
                 rec["ocr"] = _ocr_record(run, tex, q, sels.get("foveate"), uni_lines, full_lines)
+            if cfg.vlm and "foveate" in sels:
+                t6 = time.perf_counter()
+                read = (lambda img, q=q: _read(run, img, q, "VLM picture")) if ocr_here else None
+                rec["vlm"] = {rule: vlm_record(rgb, sels["foveate"], q, rule, read, full_lines, cfg.max_error_rate)
+                              for rule in cfg.vlm}
+                t["vlm"] += time.perf_counter() - t6
             run.records.append(rec)
 
 
@@ -358,7 +377,7 @@ def _ocr_record(run: _Run, tex, q: EvalQuery, sel: Selection | None, uni_lines: 
     """Is ``q``'s answer read in foveate's mosaic, the uniform image, the full image?  ``{method: {exact, fuzzy}}``."""
     from ..render import render_mosaic
 
-    mosaic_lines = _read(run, render_mosaic(tex, sel), q, "mosaic") if sel is not None else None
+    mosaic_lines = _read(run, render_mosaic(tex, sel), q, "mosaic") if sel is not None and run.cfg.mosaic_ocr else None
     out = {}
     for name, lines in (("foveate", mosaic_lines), ("uniform", uni_lines), ("full", full_lines)):
         if lines is not None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import cv2
 import numpy as np
 
+from ..core.io import encode_image
 from ..core.texture import Texture
 from ..selection import Selection
 from .crops import crop_images, plan_crops
@@ -18,10 +18,7 @@ from .overlay import render_mosaic, render_overlay
 def png_bytes(rgb: np.ndarray) -> bytes:
     """``rgb`` (H, W, 3) uint8 as PNG bytes (compression level 3): what ``overlay.png``, ``mosaic.png`` and
     the crops hold, on disk and over HTTP."""
-    ok, buf = cv2.imencode(".png", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_PNG_COMPRESSION, 3])
-    if not ok:  # pragma: no cover - OpenCV encodes any uint8 RGB array
-        raise RuntimeError("PNG encoding failed")
-    return buf.tobytes()
+    return encode_image(rgb, "png")
 
 
 def write_png(path: Path, rgb: np.ndarray) -> None:
