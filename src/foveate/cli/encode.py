@@ -83,8 +83,10 @@ def select(
     mode: str = typer.Option("quadtree", "--mode", "-m", help="quadtree or topk."),
     gist: bool = typer.Option(True, "--gist/--no-gist", help="topk: add the whole image at the coarsest level."),
     output: Path = typer.Option(Path("out"), "--output", "-o", help="Output folder."),
-    max_crops: int = typer.Option(4, "--max-crops", help="Merge the fine tokens into at most this many crops."),
-    vlm_patch: int = typer.Option(14, "--vlm-patch", help="Patch size of the VLM for crop token estimates."),
+    vlm: str = typer.Option("openai", "--vlm", help="VLM rule crops/ is planned under: openai, anthropic, gemini, "
+                            "qwen2-vl, llava-1.5, openai-patch, patch:P (see foveate prompt)."),
+    max_crops: Optional[int] = typer.Option(None, "--max-crops", help="At most this many crops besides the context "
+                                            "picture (default: the rule's picture limit)."),
     explain: bool = typer.Option(False, "--explain", help="Show which signals drove the chosen tokens."),
     json_out: bool = typer.Option(False, "--json", help="Print the selection JSON to stdout instead of a table."),
     preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
@@ -96,8 +98,11 @@ def select(
     from ..selection import select as select_tokens
 
     cfg = SelectConfig(budget=budget, mode=mode, gist=gist)  # validate before the heavy encode
-    if max_crops < 1 or vlm_patch < 1:
-        raise FoveateError("--max-crops and --vlm-patch must be at least 1")
+    if max_crops is not None and max_crops < 1:
+        raise FoveateError("--max-crops must be at least 1")
+    from ..vlm import get_rule
+
+    get_rule(vlm)  # an unknown rule fails before the encode
     queries = [_prompt_query(t, point, neg_point, box) for t in (list(query) or [None])]
     tex = _texture_for(_resolve_input(source), _encode_config(preset, patch_size, max_levels, max_pixels,
                                                               semantic_model), device, quiet=json_out)
@@ -105,17 +110,18 @@ def select(
         q.validate(tex.image_size)
     if not json_out:
         _say_absent_once(tex)
-    table = Table("query", "tokens", "levels", "ms", "crops (VLM tokens)", "written to", box=None)
+    table = Table("query", "tokens", "levels", "ms", f"crops ({vlm} tokens)", "written to", box=None)
     docs = []
     for i, q in enumerate(queries, 1):
         sel = select_tokens(tex, q, config=cfg, explain=explain)
         dest = output if len(queries) == 1 else output / _slug(q.text, i)
-        written = write_outputs(tex, sel, dest, max_crops=max_crops, vlm_patch=vlm_patch)
+        written = write_outputs(tex, sel, dest, max_crops=max_crops, vlm=vlm)
         doc = json.loads(written["selection"].read_text())
         docs.append(doc)
         levels = " ".join(f"L{k}:{v}" for k, v in sorted(sel.level_counts().items()))
         crops = doc.get("crops", {})
-        crop_txt = f"{len(crops.get('crops', []))}+thumb ({crops.get('total_tokens')} vs {crops.get('full_image_tokens')})"
+        crop_txt = (f"{len(crops.get('pictures', []))} pictures: {crops.get('plan_tokens')} vs "
+                    f"{crops.get('image_tokens')} for the image")
         label = q.text or ("prompt" if q.has_prompt else "(no query: saliency)")
         table.add_row(label[:50], f"{len(sel)}/{sel.budget}", levels, f"{sel.timings_ms['total']:.1f}", crop_txt,
                       str(dest))

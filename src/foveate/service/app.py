@@ -13,7 +13,7 @@ from .deps import require_key
 from .engine import Engine
 from .errors import PayloadTooLarge, install_error_handlers, too_large_detail
 from .metrics import Metrics
-from .routes import system, textures
+from .routes import prompt, system, textures
 from .settings import ServiceSettings
 
 DESCRIPTION = """Encode an image once (`POST /v1/textures`), then select a fixed budget of VLM tokens for
@@ -121,6 +121,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     app.include_router(system.router)
     app.include_router(system.metrics_router, dependencies=[Depends(require_key)])
     app.include_router(textures.router, dependencies=[Depends(require_key)])
+    app.include_router(prompt.router, dependencies=[Depends(require_key)])
     return app
 
 

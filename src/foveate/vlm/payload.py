@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.errors import ConfigError
 from ..core.io import encode_image
 from ..selection import Selection
 from .pictures import cut_pictures
@@ -38,6 +39,12 @@ class Request:
     model: str
     inputs: dict[str, Any] | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
+    encoded: list[str] = field(default_factory=list)  # the pictures, base64 (empty with processor inputs)
+    media: str = "image/png"
+
+    def data_urls(self) -> list[str]:
+        """The pictures as data URLs, in body order (empty when the request carries processor inputs)."""
+        return [f"data:{self.media};base64,{data}" for data in self.encoded]
 
     def ledger(self) -> dict:
         """The plan's ledger plus the request's model, API, lines and an estimate of their text tokens
@@ -107,10 +114,12 @@ def build_body(api: str, model: str, lines: list[str], pictures: list[Picture], 
 
 def build_request(image: np.ndarray, selection: Selection, rule: VlmRule | str = "openai",
                   question: str | None = None, *, model: str | None = None, image_format: str = "png",
-                  plan: Plan | None = None, max_pictures: int | None = None) -> Request:
+                  plan: Plan | None = None, max_pictures: int | None = None, inputs: bool = True) -> Request:
     """The request body for ``selection`` of ``image`` (H, W, 3) uint8 RGB (a texture's ``.image``) under
     ``rule``: plan (unless given), cut and resize the pictures, encode them (``png`` or ``jpeg``), introduce each
-    with one line, ask ``question`` (default: the selection's query text).  No network call."""
+    with one line, ask ``question`` (default: the selection's query text).  No network call.  Qwen2-VL: the
+    processor's inputs too, unless ``inputs=False`` (then the pictures are encoded as for the other APIs:
+    :meth:`Request.data_urls`)."""
     t0 = time.perf_counter()
     rule = get_rule(rule)
     if plan is None:
@@ -123,15 +132,17 @@ def build_request(image: np.ndarray, selection: Selection, rule: VlmRule | str =
     model = model or rule.default_model
     t2 = time.perf_counter()
     fmt = image_format.lower()
-    inputs = None
-    if rule.api == "qwen2-vl":
-        inputs = rule.inputs(pics)  # type: ignore[attr-defined]
-        encoded: list[str] = []
+    if fmt not in MEDIA:
+        raise ConfigError(f"image_format must be png or jpeg, got {image_format!r}")
+    processor_inputs = None
+    encoded: list[str] = []
+    if rule.api == "qwen2-vl" and inputs:
+        processor_inputs = rule.inputs(pics)  # type: ignore[attr-defined]
     else:
         encoded = [_b64(encode_image(p, fmt)) for p in pics]
     t3 = time.perf_counter()
-    body = build_body(rule.api, model, lines, plan.pictures, encoded, MEDIA.get(fmt, "image/png"), q)
+    body = build_body(rule.api, model, lines, plan.pictures, encoded, MEDIA[fmt], q)
     t4 = time.perf_counter()
     timings = {"plan": plan.timings_ms.get("plan", (t1 - t0) * 1e3) if plan.timings_ms else (t1 - t0) * 1e3,
                "pictures": (t2 - t1) * 1e3, "encode": (t3 - t2) * 1e3, "body": (t4 - t3) * 1e3}
-    return Request(body, plan, pics, lines, q, rule.api, model, inputs, timings)
+    return Request(body, plan, pics, lines, q, rule.api, model, processor_inputs, timings, encoded, MEDIA[fmt])
