@@ -124,18 +124,6 @@ def price_regions(rule: VlmRule, boxes: np.ndarray, scales: np.ndarray):
     return best, opt, np.where(shrink, vw, fw), np.where(shrink, vh, fh), vw, vh
 
 
-def _picture(rule: VlmRule, kind: str, box, sent_w: int, sent_h: int) -> Picture:
-    """A picture of ``box`` sent at ``sent_w x sent_h``, with the cheapest option that shows it finest."""
-    x0, y0, x1, y1 = (int(v) for v in box)
-    best = None
-    for s in rule.sendings(int(sent_w), int(sent_h)):
-        key = (max((x1 - x0) / s.seen[0], (y1 - y0) / s.seen[1]), s.tokens)
-        if best is None or key < best[0]:
-            best = (key, s)
-    s = best[1]
-    return Picture(kind, (x0, y0, x1, y1), (int(sent_w), int(sent_h)), s.seen, s.tokens, s.option)
-
-
 # ----------------------------------------------------------------------------------------------------------
 # Grouping tokens into crops
 

@@ -75,7 +75,6 @@ class Qwen2VL(VlmRule):
             self.min_pixels = int(get("shortest_edge") or self._proc.min_pixels)
             self.max_pixels = int(get("longest_edge") or self._proc.max_pixels)
             self.factor = int(self._proc.patch_size * self._proc.merge_size)
-            self.granularity = self.factor
             self._resize = lru_cache(maxsize=65536)(self._resize_one)
         return self._proc
 

@@ -51,8 +51,6 @@ class VlmRule:
     max_side: int | None = None
     #: the document the rule follows
     source: str = ""
-    #: the smallest step of the sent size that the provider bills for (a hint for planners; 1 = any size)
-    granularity: int = 1
 
     def price(self, w: Arr, h: Arr, option: str | None = None) -> tuple[Arr, Arr, Arr]:
         """``(tokens, seen_w, seen_h)`` for pictures sent at ``w x h`` (int arrays of one shape) with ``option``."""
@@ -131,7 +129,6 @@ class OpenAITiles(VlmRule):
     options = ("high", "low")
     max_pictures = 500
     source = "https://platform.openai.com/docs/guides/images-vision#calculating-costs"
-    granularity = 512
 
     def __init__(self, model: str = "gpt-4o") -> None:
         if model not in OPENAI_TILE_MODELS:
@@ -168,7 +165,6 @@ class OpenAIPatches(VlmRule):
     api = "openai"
     max_pictures = 500
     source = "https://platform.openai.com/docs/guides/images-vision#calculating-costs"
-    granularity = 32
     cap = 1536
     patch = 32
 
@@ -264,7 +260,6 @@ class Gemini(VlmRule):
     default_model = "gemini-2.5-flash"
     max_pictures = 3000
     source = "https://ai.google.dev/gemini-api/docs/tokens"
-    granularity = 768
 
     def price(self, w, h, option=None):
         w, h = np.asarray(w, np.int64), np.asarray(h, np.int64)
@@ -309,7 +304,6 @@ class Patches(VlmRule):
         if patch < 1:
             raise ConfigError(f"patch:P needs P >= 1, got {patch}")
         self.patch = patch
-        self.granularity = patch
         self.name = f"patch:{patch}"
         self.source = "ceil(w/P) * ceil(h/P), no resize"
 
