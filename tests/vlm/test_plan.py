@@ -121,3 +121,8 @@ def test_topk_without_gist_can_skip_the_context(page_texture):
     sel = foveate.select(page_texture, {"boxes": [(560, 450, 790, 550)]}, budget=64, mode="topk", gist=False)
     plan = plan_for(sel, "anthropic")
     assert not plan.fallback and all(p.kind == "crop" for p in plan.pictures)
+
+
+def test_no_tokens_sends_the_image():
+    plan = plan_tokens(np.zeros((0, 4), np.int64), np.zeros(0), (100, 80), 16, "anthropic")
+    assert plan.fallback and plan.pictures == [plan.image] and "no tokens" in plan.notes[0]

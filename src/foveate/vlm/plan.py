@@ -319,10 +319,14 @@ def plan_tokens(grid: np.ndarray, scales: np.ndarray, image_size: tuple[int, int
     t1 = time.perf_counter()
 
     notes: list[str] = []
+    if not len(scales):
+        best = None
+        notes.append("the selection has no tokens: sending the image")
     if best is None or best[0] >= image.tokens + overhead - EPS:
         pictures, fallback = [image], True
-        notes.append(f"nothing cheaper than the whole image ({image.tokens} tokens under {rule.name}) shows every "
-                     "selected token at its selected scale: sending the image")
+        if len(scales):
+            notes.append(f"nothing cheaper than the whole image ({image.tokens} tokens under {rule.name}) shows every "
+                         "selected token at its selected scale: sending the image")
     else:
         _, ctx, merged = best
         pictures = []
