@@ -22,7 +22,7 @@ from .data import PROBLEM_KINDS, EvalQuery, Problem, check_boxes, read_queries, 
 from .metrics import DEFAULT_HIT_THRESHOLD, DEFAULT_MIN_PX, query_metrics
 from .oracle import oracle_tiles
 from .summary import aggregate, mean_scores
-from .vlm import vlm_record
+from .vlm import aggregate_vlm, vlm_record
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -170,8 +170,6 @@ class EvalResult:
     ocr: dict[str, str]
 
     def to_dict(self) -> dict:
-        from .vlm import aggregate_vlm
-
         return {
             "data_dir": self.data_dir, "config": self.config.to_dict(), "counts": self.counts,
             "vlm": aggregate_vlm(self.records),
