@@ -18,7 +18,7 @@ import pytest
 from PIL import Image
 
 import foveate
-from foveate.cli.serve import MAX_REQUEST_HEAD
+from foveate.service.guard import MAX_REQUEST_HEAD
 from foveate.render import plan_crops, render_mosaic
 from foveate.bench.service import sample_images, select_load, upload_all
 from foveate.service.process import ServerProcess
@@ -207,7 +207,7 @@ def test_texture_cache_is_bounded_lru():
     ("post", "/v1/textures", {"content": b"GIF89a not really"}, 400, "not a readable image"),
     ("post", "/v1/textures", {"json": {"url": "http://example.com/a.png"}}, 415, "does not fetch URLs"),
     ("post", "/v1/textures", {"files": {"other": ("a.txt", b"x")}}, 415, "named 'file'"),
-    ("post", "/v1/textures", {"content": b"\0" * (5 << 20)}, 413, "upload limit"),
+    ("post", "/v1/textures", {"content": b"\0" * (5 << 20)}, 413, "--max-upload-mb"),
     ("post", "/v1/textures", {"content": "BIG"}, 422, "above the limit"),
     ("get", "/v1/textures/0123456789abcdef0123456789abcdef-0123456789abcdef", {}, 404, "upload the image"),
     ("get", "/v1/textures/not-an-id", {}, 422, "tid"),

@@ -68,6 +68,19 @@ def _resolve_input(path: str) -> Path:
     return Path(path)
 
 
+def _check_cover_early(src: Path, config: EncodeConfig, select_config) -> None:
+    """Whether a quadtree budget can cover the image, from its header alone (before the heavy decode and encode);
+    a saved .fvt or an unreadable header is left to the encode."""
+    if src.suffix == ".fvt" or select_config.mode != "quadtree":
+        return
+    from ..core.io import peek_size
+    from ..selection.quadtree import check_cover
+
+    size = peek_size(src, config.max_pixels)
+    if size is not None:
+        check_cover(size, config.patch_size, config.max_levels, select_config.budget)
+
+
 def _texture_for(path: Path, config: EncodeConfig, device: str, quiet: bool = False):
     """Load a saved ``.fvt`` texture (no encode) or encode an image, with a spinner on a terminal."""
     from ..core.texture import Texture, encode

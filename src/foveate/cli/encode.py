@@ -12,8 +12,9 @@ from rich.table import Table
 
 from ..core.config import DEFAULT_BUDGET, EncodeConfig, SelectConfig
 from ..core.errors import FoveateError
-from .common import (DeviceOpt, LevelsOpt, MaxPixOpt, PatchOpt, PresetOpt, SemanticOpt, _encode_config, _prompt_query,
-                     _resolve_input, _say_absent_once, _slug, _texture_for, app, err, out)
+from .common import (DeviceOpt, LevelsOpt, MaxPixOpt, PatchOpt, PresetOpt, SemanticOpt, _check_cover_early,
+                     _encode_config, _prompt_query, _resolve_input, _say_absent_once, _slug, _texture_for, app, err,
+                     out)
 
 
 @app.command()
@@ -104,8 +105,10 @@ def select(
 
     get_rule(vlm)  # an unknown rule fails before the encode
     queries = [_prompt_query(t, point, neg_point, box) for t in (list(query) or [None])]
-    tex = _texture_for(_resolve_input(source), _encode_config(preset, patch_size, max_levels, max_pixels,
-                                                              semantic_model), device, quiet=json_out)
+    src = _resolve_input(source)
+    enc = _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model)
+    _check_cover_early(src, enc, cfg)  # what the budget can cover, from the header alone
+    tex = _texture_for(src, enc, device, quiet=json_out)
     for q in queries:
         q.validate(tex.image_size)
     if not json_out:

@@ -12,8 +12,8 @@ from rich.table import Table
 
 from ..core.config import DEFAULT_BUDGET, SelectConfig
 from ..core.errors import FoveateError
-from .common import (DeviceOpt, LevelsOpt, MaxPixOpt, PatchOpt, PresetOpt, _encode_config, _prompt_query,
-                     _resolve_input, _texture_for, app, err, out)
+from .common import (DeviceOpt, LevelsOpt, MaxPixOpt, PatchOpt, PresetOpt, _check_cover_early, _encode_config,
+                     _prompt_query, _resolve_input, _texture_for, app, err, out)
 
 
 @app.command()
@@ -49,8 +49,10 @@ def prompt(
     if image_format.lower() not in ("png", "jpeg", "jpg"):
         raise FoveateError(f"--format must be png or jpeg, got {image_format!r}")
     q = _prompt_query(query, point, [], box)
-    tex = _texture_for(_resolve_input(source), _encode_config(preset, patch_size, max_levels, max_pixels), device,
-                       quiet=json_out)
+    src = _resolve_input(source)
+    enc = _encode_config(preset, patch_size, max_levels, max_pixels)
+    _check_cover_early(src, enc, cfg)
+    tex = _texture_for(src, enc, device, quiet=json_out)
     q.validate(tex.image_size)
     sel = select_tokens(tex, q, config=cfg)
     req = build_request(tex.image, sel, rule, query, model=model, image_format=image_format,

@@ -9,9 +9,6 @@ import typer
 
 from .common import app, err
 
-#: request line + headers larger than this are refused (400) before routing: a GET rendering's query of
-#: 2,000 characters of any script fits, URL-encoded
-MAX_REQUEST_HEAD = 64 * 1024
 
 @app.command()
 def serve(
@@ -35,27 +32,36 @@ def serve(
                                                                               "the store's saved cap)."),
     request_timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds before a request answers "
                                                                             "504 (default 60)."),
-    allow_public: bool = typer.Option(False, "--allow-public", help="Listen on a non-loopback address without "
+    allow_public: bool = typer.Option(False, "--allow-public", help="Serve non-loopback clients without "
                                                                     "FOVEATE_API_KEY (a proxy authenticates)."),
+    public_docs: bool = typer.Option(False, "--public-docs", help="/docs, /redoc and /openapi.json without the "
+                                                                  "API key."),
+    header_timeout: Optional[float] = typer.Option(None, "--header-timeout", help="Seconds a connection may take "
+                                                                                  "to send a request head "
+                                                                                  "(default 10)."),
+    max_connections: Optional[int] = typer.Option(None, "--max-connections", help="Open connections at most; "
+                                                                                  "beyond, the longest-idle one is "
+                                                                                  "closed (default: 1000, or the "
+                                                                                  "open-file limit less 256)."),
     log_level: str = typer.Option("info", "--log-level", help="uvicorn log level."),
 ) -> None:
     """Serve the HTTP API (FastAPI on uvicorn): upload once, select per query.  Every flag also reads the
     environment variable FOVEATE_<FLAG> (FOVEATE_STORE, FOVEATE_PRESET, FOVEATE_MAX_UPLOAD_MB, FOVEATE_TIMEOUT,
     ...); flags win.  Only from the environment: FOVEATE_API_KEY (bearer token), FOVEATE_RETRY_AFTER,
-    FOVEATE_TORCH_THREADS."""
-    import uvicorn
-
+    FOVEATE_TORCH_THREADS.  Without an API key only loopback clients are served (unless --allow-public)."""
     from ..service import ServiceSettings, create_app
+    from ..service.server import run_server
     from ..store import TextureStore
 
     settings = ServiceSettings.from_env(
         host=host, port=port, store=store, preset=preset, workers=workers, pool=pool, queue=queue,
         max_upload_mb=max_upload_mb, max_pixels=max_pixels, cache_mb=cache_mb, store_max_mb=store_max_mb,
-        request_timeout=request_timeout, allow_public=allow_public or None)
+        request_timeout=request_timeout, allow_public=allow_public or None, public_docs=public_docs or None,
+        header_timeout=header_timeout, max_connections=max_connections)
     settings.check_bind()
     TextureStore(settings.store).close()  # a bad store folder fails here, as one line
     auth = "bearer token" if settings.api_key else "none"
     err.print(f"foveate serve: http://{settings.host}:{settings.port} (docs at /docs), store {settings.store}, "
-              f"preset {settings.preset}, {settings.workers} {settings.pool} workers, auth {auth}", highlight=False)
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level=log_level,
-                timeout_graceful_shutdown=5, h11_max_incomplete_event_size=MAX_REQUEST_HEAD)
+              f"preset {settings.preset}, {settings.workers} {settings.pool} workers, auth {auth}"
+              + ("" if settings.api_key or settings.allow_public else " (loopback clients only)"), highlight=False)
+    run_server(create_app(settings), settings, log_level)

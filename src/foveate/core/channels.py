@@ -24,7 +24,7 @@ import numpy as np
 
 from . import ops
 from .config import EncodeConfig
-from .errors import ConfigError
+from .errors import ConfigError, FoveateError
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,9 @@ class ChannelGroup:
             and ``finish(tile_means (..., k), patch) -> (..., len(channels))`` (``None``: the identity).  Video
             motion compensation keeps such maps at a finer resolution than the tiles and moves them with the
             camera.
+        fallible: the generator runs a model that may fail on a valid image (OCR on a 10x10000 strip): an
+            exception that is not a ``FoveateError`` leaves the group absent, with a note in
+            ``Texture.extras["notes"]``, instead of failing the encode.
     """
 
     name: str
@@ -52,6 +55,7 @@ class ChannelGroup:
     description: str
     pixels: Callable[[EncodeContext], np.ndarray] | None = None
     finish: Callable[[np.ndarray, int], np.ndarray] | None = None
+    fallible: bool = False
 
 
 _REGISTRY: dict[str, ChannelGroup] = {}
@@ -314,7 +318,17 @@ def run_groups(ctx: EncodeContext, names: tuple[str, ...], generators: dict[str,
     for name in names:
         group = get_group(name)
         t0 = time.perf_counter()
-        out = (generators or {}).get(name, group.generator)(ctx)
+        try:
+            out = (generators or {}).get(name, group.generator)(ctx)
+        except FoveateError:
+            raise
+        except Exception as exc:
+            if not group.fallible:
+                raise
+            out = None  # degrade: the group is absent and the texture says why
+            reason = (str(exc).strip() or type(exc).__name__).splitlines()[0][:200]
+            ctx.extras.setdefault("notes", []).append(
+                f"the {name} group is absent: its generator failed on this image ({type(exc).__name__}: {reason})")
         timings[name] = (time.perf_counter() - t0) * 1000.0
         if out is None:
             out = np.zeros((gh, gw, len(group.channels)), np.float32)

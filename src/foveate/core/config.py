@@ -8,8 +8,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import numbers
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from .errors import BudgetError, ConfigError
 
@@ -115,6 +118,8 @@ class SelectConfig:
     cut: bool = True
 
     def __post_init__(self) -> None:
+        if isinstance(self.budget, numbers.Integral) and not isinstance(self.budget, (bool, np.bool_)):
+            object.__setattr__(self, "budget", int(self.budget))  # NumPy / torch integers are integers too
         if isinstance(self.budget, bool) or not isinstance(self.budget, int):
             raise BudgetError(f"budget must be an integer number of tokens, got {self.budget!r}")
         if self.budget < 1:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import io as _io
 import os
-import struct
 import warnings
 from pathlib import Path
 from typing import Any, Union
@@ -31,14 +30,16 @@ from typing import Any, Union
 import numpy as np
 from PIL import Image, ImageOps
 
-from .errors import ImageDecodeError, ImageTooLargeError, UnsupportedInputError
+from .errors import FoveateError, ImageDecodeError, ImageTooLargeError, UnsupportedInputError
 
 DEFAULT_MAX_PIXELS = 64_000_000
 
 ImageLike = Union[str, os.PathLike, bytes, bytearray, memoryview, np.ndarray, Image.Image, Any]
 
-_DECODE_ERRORS = (OSError, SyntaxError, ValueError, struct.error, EOFError, IndexError, KeyError, TypeError,
-                  ZeroDivisionError, MemoryError)
+#: what Pillow's decoders raise on bad data -- any exception: besides the usual (OSError, SyntaxError,
+#: struct.error, ...) a plugin may raise NotImplementedError (DDS pixel formats it does not implement),
+#: RuntimeError, AttributeError...  foveate's own errors pass through unchanged.
+_DECODE_ERRORS = (Exception,)
 
 
 def load_image(source: ImageLike, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.ndarray:
@@ -52,7 +53,12 @@ def load_image(source: ImageLike, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.nd
         return _from_bytes(data, "<bytes>", max_pixels)
     if isinstance(source, Image.Image):
         _check_pixels(source.size[0], source.size[1], max_pixels, "image")
-        return _pil_to_rgb(source)
+        try:
+            return _pil_to_rgb(source)
+        except FoveateError:
+            raise
+        except _DECODE_ERRORS as exc:
+            raise ImageDecodeError(f"the PIL image cannot be read as RGB ({_reason(exc)})") from exc
     if isinstance(source, np.ndarray):
         return _array_to_rgb(source, max_pixels)
     torch = _maybe_torch()
@@ -70,6 +76,27 @@ def load_image(source: ImageLike, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.nd
     raise UnsupportedInputError(
         f"cannot read an image from {type(source).__name__}; pass a file path, encoded bytes, a NumPy array, "
         "a PIL image or a torch tensor")
+
+
+def peek_size(source: ImageLike, max_pixels: int = DEFAULT_MAX_PIXELS) -> tuple[int, int] | None:
+    """(H, W) of an image file or encoded bytes from its header, without decoding a pixel (``ImageTooLargeError``
+    over ``max_pixels``).  ``None`` where the header says nothing usable: the decode then says why."""
+    if isinstance(source, (str, os.PathLike)):
+        try:
+            im = Image.open(source)
+        except Exception:
+            return None
+    elif isinstance(source, (bytes, bytearray, memoryview)):
+        try:
+            im = Image.open(_io.BytesIO(bytes(source)))
+        except Exception:
+            return None
+    else:
+        return None
+    with im:
+        w, h = im.size
+    _check_pixels(w, h, max_pixels, str(source) if isinstance(source, (str, os.PathLike)) else "image")
+    return h, w
 
 
 def _maybe_torch():
@@ -119,16 +146,30 @@ def _from_bytes(data: bytes, name: str, max_pixels: int) -> np.ndarray:
         except Image.UnidentifiedImageError as exc:
             raise ImageDecodeError(f"{name}: not a readable image (unknown or unsupported format; expected PNG, "
                                    "JPEG, WebP, TIFF, BMP, ...)") from exc
+        except FoveateError:
+            raise
         except _DECODE_ERRORS as exc:
-            raise ImageDecodeError(f"{name}: not a readable image ({_reason(exc)})") from exc
+            raise _decode_error(name, exc, "not a readable image", im=None) from exc
         _check_pixels(im.size[0], im.size[1], max_pixels, name)
         try:
             im.load()
             return _pil_to_rgb(im)
         except Image.DecompressionBombError as exc:
             raise ImageTooLargeError(f"{name}: the image is too large to decode safely ({_reason(exc)})") from exc
+        except FoveateError:
+            raise
         except _DECODE_ERRORS as exc:
-            raise ImageDecodeError(f"{name}: the image data is corrupt or truncated ({_reason(exc)})") from exc
+            raise _decode_error(name, exc, "the image data is corrupt or truncated", im) from exc
+
+
+def _decode_error(name: str, exc: BaseException, what: str, im: Image.Image | None) -> FoveateError:
+    """A decoder's exception as foveate's typed error: a variant the decoder does not implement is
+    ``UnsupportedInputError`` (415 from the service), anything else ``ImageDecodeError``."""
+    if isinstance(exc, NotImplementedError):
+        fmt = f" ({im.format})" if im is not None and im.format else ""
+        return UnsupportedInputError(f"{name}: an image variant{fmt} the decoder does not implement "
+                                     f"({_reason(exc)}); convert it to PNG or JPEG")
+    return ImageDecodeError(f"{name}: {what} ({_reason(exc)})")
 
 
 def _reason(exc: BaseException) -> str:

@@ -109,4 +109,5 @@ def query_maps(texture: Texture, query: Query, terms: Sequence[str] | None = Non
     if query.text is not None and not any(QUERY_TERMS[n].uses_text for n in out.names):
         out.notes.append("the query text is not used: no text-aware signal is available for this texture; "
                          "the selection follows saliency and prompts (query-blind)")
+        out.notes.extend(texture.extras.get("notes", ()))  # why a group is absent (e.g. the OCR failed)
     return out

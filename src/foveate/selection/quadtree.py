@@ -13,6 +13,26 @@ import numpy as np
 from ..core.errors import BudgetError
 
 
+def _cover_error(budget: int, gh: int, gw: int, size: str = "") -> BudgetError:
+    return BudgetError(
+        f"budget {budget} is below the {gh * gw} tiles of the coarsest level ({gw}x{gh}{size}); raise the budget, "
+        "encode with more levels (max_levels) or use mode 'topk'")
+
+
+def check_cover(image_size: tuple[int, int], patch: int, max_levels: int, budget: int) -> None:
+    """Raise the quadtree's ``BudgetError`` from the image size alone -- before decoding or encoding anything --
+    when ``budget`` cannot cover the coarsest level of an (H, W) image (a 64 MP photo or a 1 x 1,000,000 strip
+    on the default budget)."""
+    from ..core.ops import grid_shape, num_levels
+
+    h, w = image_size
+    gh, gw = grid_shape(h, w, patch)
+    for _ in range(num_levels(gh, gw, max_levels) - 1):
+        gh, gw = -(-gh // 2), -(-gw // 2)
+    if budget < gh * gw:
+        raise _cover_error(budget, gh, gw, f" for a {w}x{h} image")
+
+
 def _children(level: int, r: int, c: int, shapes: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
     gh, gw = shapes[level - 1]
     return [(level - 1, rr, cc) for rr in (2 * r, 2 * r + 1) for cc in (2 * c, 2 * c + 1) if rr < gh and cc < gw]
@@ -33,9 +53,7 @@ def quadtree_select(score: list[np.ndarray], need: list[np.ndarray], budget: int
     top = len(shapes) - 1
     gh, gw = shapes[top]
     if budget < gh * gw:
-        raise BudgetError(
-            f"budget {budget} is below the {gh * gw} tiles of the coarsest level ({gw}x{gh}); raise the budget, "
-            "encode with more levels (max_levels) or use mode 'topk'")
+        raise _cover_error(budget, gh, gw)
     log2a = math.log(2.0) * area_exponent
     # log-priority = score + log(need) + level * area_exponent * ln 2, as nested lists for fast scalar access
     # (level 0 and levels at or below min_level are never split: no priorities needed there)

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from ..core.config import SelectConfig, replace_config
+from ..core.errors import QueryError
 from ..core.texture import Texture
 from ..query.query import MAX_QUERY_CHARS, Query
 from ..query.scorer import Scorer, default_scorer
@@ -129,6 +130,9 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
         scorer: a trained :class:`Scorer` (default: the documented hand-set weights).
         explain: record which channels and query terms drove the chosen tiles (``Selection.explain``).
     """
+    if not isinstance(texture, Texture):
+        raise QueryError(f"select needs a Texture as its first argument, got {type(texture).__name__}: encode the "
+                         "image first (foveate.encode(image)), or use FoveatePredictor.set_image")
     cfg = resolve_select_config(config, budget, mode, overrides)
     q = Query.coerce(query)
     q.validate(texture.image_size)

@@ -4,9 +4,12 @@
     app = create_app(ServiceSettings(store="textures/", preset="fast"))
 
 Layout: ``settings`` (env vars / flags), ``engine`` (encode pool, single-flight upload, in-memory texture
-LRU), ``app`` (lifespan, guard middleware, the routes), ``errors`` (error -> status mapping and handlers), ``deps``
-(auth), ``routes/`` (one module per resource), ``schemas`` (pydantic models), ``metrics`` (Prometheus), ``process``
-(run a server as a subprocess).  The load test is ``foveate.bench.service``.
+LRU), ``app`` (lifespan, the routes), ``guard`` (what every request passes first: bind policy, key, per-route body
+limits, timeout -- a new route declares its body limit with ``guard.body_limit``), ``errors`` (error -> status
+mapping and handlers), ``deps`` (the key as an OpenAPI security scheme), ``routes/`` (one module per resource),
+``schemas`` (pydantic models), ``metrics`` (Prometheus), ``server`` (uvicorn with a head deadline and a
+connection cap), ``logs`` (repeated log lines rate-limited), ``process`` (run a server as a subprocess).  The
+load test is ``foveate.bench.service``; the threat model is docs/security.md.
 """
 
 from .app import app_from_env, create_app

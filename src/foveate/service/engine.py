@@ -21,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..core.config import EncodeConfig
-from ..core.errors import ImageDecodeError
+from ..core.errors import ImageDecodeError, UnsupportedInputError
 from ..core.io import load_image
 from ..core.texture import Texture, content_hash, encode_array, texture_id
 from ..store import StoreEntry, TextureStore
@@ -63,9 +63,9 @@ def decode_job(data: bytes, max_pixels: int) -> tuple[np.ndarray, str]:
     """Encoded image bytes -> (RGB array, content hash).  Raises ``ImageError`` subclasses."""
     try:
         rgb = load_image(data, max_pixels=max_pixels)
-    except ImageDecodeError as exc:
-        raise ImageDecodeError(f"{str(exc).removeprefix('<bytes>: ')}; upload PNG, JPEG, WebP, TIFF or BMP "
-                               "bytes") from None
+    except (ImageDecodeError, UnsupportedInputError) as exc:
+        raise type(exc)(f"{str(exc).removeprefix('<bytes>: ')}; upload PNG, JPEG, WebP, TIFF or BMP "
+                        "bytes") from None
     return rgb, content_hash(rgb)
 
 

@@ -1,5 +1,5 @@
 """Errors -> JSON with a ``detail`` that says what to do: foveate's typed errors mapped to HTTP statuses, the
-service's own (texture not found, payload too large, queue full), and the handlers that answer them."""
+service's own (texture not found, body over the route's limit, queue full), and the handlers that answer them."""
 
 from __future__ import annotations
 
@@ -15,9 +15,11 @@ from ..core.errors import (
     ImageTooLargeError,
     QueryError,
     StoreError,
+    StoreFullError,
     UnsupportedInputError,
 )
 from .engine import Busy
+from .guard import BodyTooLarge
 
 #: foveate's typed errors -> HTTP status (first match wins; order from specific to general)
 ERROR_STATUS: tuple[tuple[type[FoveateError], int], ...] = (
@@ -26,13 +28,10 @@ ERROR_STATUS: tuple[tuple[type[FoveateError], int], ...] = (
     (UnsupportedInputError, 415),
     (QueryError, 422),
     (ConfigError, 422),  # includes BudgetError
+    (StoreFullError, 507),  # the texture alone is over the store cap: a retry cannot help
     (StoreError, 503),
     (FoveateError, 400),
 )
-
-
-class PayloadTooLarge(Exception):
-    pass
 
 
 class TextureNotFound(Exception):
@@ -41,28 +40,23 @@ class TextureNotFound(Exception):
         self.tid = tid
 
 
-def too_large_detail(limit: int) -> dict:
-    return {"detail": f"the request body is over the upload limit of {limit / 2**20:g} MiB; send a smaller "
-                      "(downscaled or recompressed) image, or raise the server's --max-upload-mb"}
-
-
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(FoveateError)
     async def foveate_error(request: Request, exc: FoveateError) -> JSONResponse:
         status = next(code for cls, code in ERROR_STATUS if isinstance(exc, cls))
         headers = {"Retry-After": str(app.state.settings.retry_after)} if status == 503 else None
-        return JSONResponse({"detail": str(exc)}, status_code=status, headers=headers)
+        detail = str(exc)
+        if isinstance(exc, StoreFullError):
+            detail = (f"the texture is {exc.size / 2**20:.1f} MiB, more than the server's whole store cap of "
+                      f"{exc.cap / 2**20:.1f} MiB, so it cannot be stored; the operator can raise --store-max-mb "
+                      "(FOVEATE_STORE_MAX_MB), or send a smaller image")
+        return JSONResponse({"detail": detail}, status_code=status, headers=headers)
 
     @app.exception_handler(Busy)
     async def busy(request: Request, exc: Busy) -> JSONResponse:
         app.state.metrics.rejected.labels("queue_full").inc()
         return JSONResponse({"detail": f"the encode queue is full; retry in {exc.retry_after} s"}, status_code=503,
                             headers={"Retry-After": str(exc.retry_after)})
-
-    @app.exception_handler(PayloadTooLarge)
-    async def too_large(request: Request, exc: PayloadTooLarge) -> JSONResponse:
-        app.state.metrics.rejected.labels("too_large").inc()
-        return JSONResponse(too_large_detail(int(app.state.settings.max_upload_mb * 2**20)), status_code=413)
 
     @app.exception_handler(TextureNotFound)
     async def not_found(request: Request, exc: TextureNotFound) -> JSONResponse:
@@ -79,6 +73,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if isinstance(exc, BodyTooLarge):
+            app.state.metrics.rejected.labels("too_large").inc()
         detail = exc.detail
         if exc.status_code == 404 and detail == "Not Found":
             detail = f"no route {request.method} {request.url.path}; the API is listed at /docs"

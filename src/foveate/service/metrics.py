@@ -68,6 +68,13 @@ class _EngineCollector:
         for k, v in e.store.counters.to_dict().items():
             events.add_metric([k], v)
         yield events
+        from .server import CLOSED  # counted by foveate serve's protocol (zero under another server)
+
+        closed = CounterMetricFamily("foveate_connections_closed", "Connections closed by the server's limits: "
+                                     "header_timeout, evicted_idle (cap reached), refused_full.", labels=["reason"])
+        for reason in ("header_timeout", "evicted_idle", "refused_full"):
+            closed.add_metric([reason], CLOSED[reason])
+        yield closed
         stats = e.store.stats()
         yield _gauge("foveate_store_entries", "Textures in the store (all processes).", stats["entries"])
         yield _gauge("foveate_store_bytes", "Bytes of textures in the store (all processes).", stats["bytes"])

@@ -34,15 +34,17 @@ def _vm_rss(pid: int) -> int | None:
 
 class ServerProcess:
     """``foveate serve`` in a subprocess; started on ``__enter__`` (waits for ``/healthz``), always stopped on
-    ``__exit__``.  ``args`` are extra CLI flags; ``env`` extra environment variables."""
+    ``__exit__``.  ``args`` are extra CLI flags; ``env`` extra environment variables; ``nofile`` an open-file
+    limit (soft and hard) for the server process."""
 
     def __init__(self, store: str | os.PathLike, preset: str | None = "fast", args: tuple[str, ...] = (),
-                 env: dict[str, str] | None = None, startup_timeout: float = 120.0) -> None:
+                 env: dict[str, str] | None = None, startup_timeout: float = 120.0, nofile: int | None = None) -> None:
         self.store = Path(store)
         self.preset = preset
         self.args = tuple(args)
         self.env = dict(env or {})
         self.startup_timeout = startup_timeout
+        self.nofile = nofile
         self.port = 0
         self.proc: subprocess.Popen | None = None
         self.log_path = Path(tempfile.mkstemp(prefix="foveate-serve-", suffix=".log")[1])
@@ -62,7 +64,8 @@ class ServerProcess:
         env = {k: v for k, v in os.environ.items() if not k.startswith("FOVEATE_")}
         env.update(self.env)
         with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                                         preexec_fn=None if self.nofile is None else self._limit_files)
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -75,6 +78,18 @@ class ServerProcess:
             time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"foveate serve did not answer /healthz within {self.startup_timeout:g} s:\n{self.log()}")
+
+    def _limit_files(self) -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
+
+    def log_bytes(self) -> int:
+        """Bytes the server has written to its log so far."""
+        try:
+            return self.log_path.stat().st_size
+        except OSError:
+            return 0
 
     def log(self) -> str:
         try:

@@ -39,8 +39,16 @@ class ServiceSettings:
         cache_mb: decoded textures kept in memory in front of the store (least recently used dropped first).
         store_max_mb: cap of the store (LRU eviction); ``None`` keeps the store's saved cap, 0 removes it.
         request_timeout: seconds before a request answers 504 (an encode it started still finishes and is stored).
-        api_key: when set, every request except ``/healthz`` needs ``Authorization: Bearer <api_key>``.
-        allow_public: listen on a non-loopback address without ``api_key`` (e.g. behind an authenticating proxy).
+        api_key: when set, every request except ``/healthz`` (and the docs with ``public_docs``) needs
+            ``Authorization: Bearer <api_key>``, checked from the headers before any body is read.
+        allow_public: without ``api_key``, serve clients at non-loopback addresses too (e.g. behind an
+            authenticating proxy).  Without either, a request from a non-loopback client answers 403 -- decided
+            per request from the connection's own address, whatever started the app.
+        public_docs: ``/docs``, ``/redoc`` and ``/openapi.json`` answer without the key.
+        header_timeout: seconds a connection may take to send a complete request head (from its start, or
+            from the end of its previous response); then it is closed.
+        max_connections: open connections at most; a new one beyond it closes the longest-idle connection
+            (no request in flight), or is refused (503) when none is idle.  0: from the open-file limit.
         retry_after: seconds a 503 tells the client to wait.
         torch_threads: torch intra-op threads in the server (default 1: concurrent requests and the encode
             workers are the parallelism; per-request torch thread pools would only oversubscribe the cores).
@@ -60,6 +68,9 @@ class ServiceSettings:
     request_timeout: float = field(default=60.0, metadata=_env("FOVEATE_TIMEOUT"))
     api_key: str | None = field(default=None, repr=False, metadata=_env("FOVEATE_API_KEY"))
     allow_public: bool = field(default=False, metadata=_env("FOVEATE_ALLOW_PUBLIC"))
+    public_docs: bool = field(default=False, metadata=_env("FOVEATE_PUBLIC_DOCS"))
+    header_timeout: float = field(default=10.0, metadata=_env("FOVEATE_HEADER_TIMEOUT"))
+    max_connections: int = field(default=0, metadata=_env("FOVEATE_MAX_CONNECTIONS"))
     retry_after: int = field(default=2, metadata=_env("FOVEATE_RETRY_AFTER"))
     torch_threads: int = field(default=1, metadata=_env("FOVEATE_TORCH_THREADS"))
 
@@ -70,8 +81,9 @@ class ServiceSettings:
         for name in ("workers", "port", "max_pixels", "retry_after", "torch_threads"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
-        for name in ("queue", "max_upload_mb", "cache_mb", "request_timeout"):
-            if getattr(self, name) < 0 or (name in ("max_upload_mb", "request_timeout") and getattr(self, name) == 0):
+        for name in ("queue", "max_upload_mb", "cache_mb", "request_timeout", "header_timeout", "max_connections"):
+            if getattr(self, name) < 0 or (name in ("max_upload_mb", "request_timeout", "header_timeout")
+                                           and getattr(self, name) == 0):
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
         if self.api_key is not None and not self.api_key.strip():
             object.__setattr__(self, "api_key", None)
@@ -93,9 +105,15 @@ class ServiceSettings:
     def is_loopback(self) -> bool:
         return is_loopback(self.host)
 
+    @property
+    def loopback_only(self) -> bool:
+        """Without a key and without ``allow_public``, only loopback clients are served."""
+        return self.api_key is None and not self.allow_public
+
     def check_bind(self) -> None:
-        """Refuse a non-loopback address without authentication unless ``allow_public``."""
-        if not self.is_loopback and self.api_key is None and not self.allow_public:
+        """Refuse a non-loopback address without authentication unless ``allow_public`` (``foveate serve`` fails
+        at start; every other way of starting the app still refuses each non-loopback request)."""
+        if not self.is_loopback and self.loopback_only:
             raise ConfigError(
                 f"refusing to listen on {self.host} without authentication: set FOVEATE_API_KEY (clients then "
                 "send 'Authorization: Bearer <key>'), or pass --allow-public if a proxy in front of the server "
@@ -106,9 +124,11 @@ def is_loopback(host: str) -> bool:
     if host.lower() in LOOPBACK_NAMES:
         return True
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        addr = ipaddress.ip_address(host.strip("[]"))
     except ValueError:
         return False
+    mapped = getattr(addr, "ipv4_mapped", None)  # ::ffff:127.0.0.1 from a dual-stack socket
+    return (mapped or addr).is_loopback
 
 
 def _parse(f: dataclasses.Field, raw: str):

@@ -73,6 +73,9 @@ def _ingest_one(store: TextureStore, path: Path, config) -> IngestResult:
                             pixels=int(rgb.shape[0] * rgb.shape[1]))
     except FoveateError as exc:
         return IngestResult(path, "failed", message=str(exc))
+    except Exception as exc:  # a bug or a library failure on one file must not stop a batch: record it, go on
+        reason = (str(exc).strip() or type(exc).__name__).splitlines()[0][:200]
+        return IngestResult(path, "failed", message=f"{path}: unexpected {type(exc).__name__}: {reason}")
 
 
 def encode_into_store(store: TextureStore, paths: list[Path], config, workers: int | None = None,

@@ -39,7 +39,7 @@ from typing import Iterator
 
 import torch
 
-from ..core.errors import StoreError, TextureFormatError
+from ..core.errors import StoreError, StoreFullError, TextureFormatError
 from ..core.texture import FORMAT_VERSION, Texture
 
 DB_NAME = "textures.sqlite"
@@ -150,8 +150,9 @@ class TextureStore:
         path: the store folder.
         max_bytes: cap on the sum of blob sizes (LRU eviction); saved in the store.  ``None`` keeps the saved
             cap (none for a new store); ``0`` removes it.
-        touch_interval: a read refreshes an entry's last-access time (one small write) only when it is older
-            than this many seconds, so hot entries do not turn every read into a write.
+        touch_interval: a read records a new last-access time only when the stored one is older than this many
+            seconds; recorded times are written in one batch at most every ``touch_interval`` seconds, never by
+            waiting for the write lock (:meth:`flush_touches`), and by every write transaction.
         timeout: seconds a writer waits for the write lock before ``StoreError``.
     """
 
@@ -165,6 +166,9 @@ class TextureStore:
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
+        self._touches: dict[int, float] = {}  # rowid -> last read time, not yet written
+        self._touch_lock = threading.Lock()
+        self._touch_flushed = time.monotonic()
         if self.path.exists() and not self.path.is_dir():
             raise StoreError(f"{self.path} is a file, not a store folder; pass a folder path")
         if not self.db_path.exists():
@@ -255,6 +259,7 @@ class TextureStore:
             raise StoreError(f"{self.path}: the store stayed locked for {self.timeout:g} s ({exc}); retry, or "
                              "raise the timeout") from exc
         try:
+            self._write_touches(conn, self._take_touches())  # we hold the lock anyway: the LRU clock rides along
             yield conn
         except BaseException:
             conn.execute("ROLLBACK")
@@ -262,7 +267,9 @@ class TextureStore:
         conn.execute("COMMIT")
 
     def close(self) -> None:
-        """Close every connection this object opened (in any thread)."""
+        """Close every connection this object opened (in any thread), writing recorded reads if the write lock
+        is free."""
+        self.flush_touches()
         with self._conns_lock:
             for conn in self._conns:
                 conn.close()
@@ -336,11 +343,53 @@ class TextureStore:
             return None
         now = time.time()
         if now - last_access > self.touch_interval:
-            try:
-                conn.execute("UPDATE textures SET last_access = ? WHERE rowid = ?", (now, rowid))
-            except sqlite3.OperationalError:
-                pass  # the LRU clock is best effort: never fail a read because a writer holds the lock
+            # readers never wait: the last-access time is recorded here and written later, in a batch
+            with self._touch_lock:
+                self._touches[rowid] = now
+                due = time.monotonic() - self._touch_flushed >= self.touch_interval
+            if due:
+                self.flush_touches()
         return data
+
+    # -- the LRU clock -------------------------------------------------------------------------------------
+    def _take_touches(self) -> dict[int, float]:
+        with self._touch_lock:
+            batch, self._touches = self._touches, {}
+            self._touch_flushed = time.monotonic()
+        return batch
+
+    @staticmethod
+    def _write_touches(conn: sqlite3.Connection, batch: dict[int, float]) -> None:
+        if batch:
+            conn.executemany("UPDATE textures SET last_access = MAX(last_access, ?) WHERE rowid = ?",
+                             [(t, r) for r, t in batch.items()])
+
+    def flush_touches(self) -> int:
+        """Write the last-access times reads recorded, in one transaction -- only if the write lock is free at
+        once (best effort: the LRU clock never makes a reader wait; what is not written now is kept for the
+        next flush or write).  Returns how many were written."""
+        batch = self._take_touches()
+        if not batch:
+            return 0
+        conn = self._conn()
+        try:
+            conn.execute("PRAGMA busy_timeout = 0")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    self._write_touches(conn, batch)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+            finally:
+                conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
+        except sqlite3.Error:
+            with self._touch_lock:  # another process writes: keep them for later
+                for rowid, t in batch.items():
+                    self._touches[rowid] = max(t, self._touches.get(rowid, 0.0))
+            return 0
+        return len(batch)
 
     def _drop_corrupt(self, rowid: int) -> None:
         with self._write() as conn:
@@ -387,8 +436,7 @@ class TextureStore:
         with self._write() as conn:
             cap = self._cap(conn)
             if cap and len(data) > cap:
-                raise StoreError(f"texture {texture.id} is {len(data):,} bytes, above the store cap of {cap:,}; "
-                                 "raise the cap (--max-mb) or encode a smaller image")
+                raise StoreFullError(texture.id, len(data), cap)
             cur = conn.execute(
                 "INSERT OR IGNORE INTO textures (id, format_version, content_hash, config_hash, preset, width, "
                 "height, levels, meta, encode_ms, size, sha256, created, last_access, data) "

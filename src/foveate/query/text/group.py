@@ -112,5 +112,5 @@ def _text_group(ctx: EncodeContext) -> np.ndarray:
 register_group(
     ChannelGroup("text", ("text", "text_density"), _text_group, "high",
                  "OCR (rapidocr): text-line mask and characters per tile; lines, words and MiniLM line "
-                 "embeddings are stored with the texture"),
+                 "embeddings are stored with the texture", fallible=True),
     presets=("default",))

@@ -9,14 +9,17 @@ from starlette.concurrency import run_in_threadpool
 from ...selection import select
 from ...vlm import build_request
 from ..errors import TextureNotFound
-from ..schemas import PromptIn, PromptOut
-from .textures import ERRORS, TextureId, _engine
+from ..guard import body_limit
+from ..schemas import Error, PromptIn, PromptOut
+from .textures import ERRORS, SELECT_BODY_LIMIT, TextureId, _engine
 
 router = APIRouter(prefix="/v1/textures", tags=["prompt"])
 
 
-@router.post("/{tid}/prompt", response_model=PromptOut, responses=ERRORS,
+@router.post("/{tid}/prompt", response_model=PromptOut,
+             responses={**ERRORS, 413: {"model": Error, "description": "Body over 1 MiB."}},
              summary="A VLM request body for a question, pictures planned under the VLM's token rule")
+@body_limit(SELECT_BODY_LIMIT)
 async def prompt(request: Request, tid: TextureId, body: PromptIn) -> dict:
     """Selects tokens for the question on the stored texture (no encode), plans the pictures under ``vlm``'s own
     token rule (never more tokens than the whole image as the provider takes it) and returns the request body to

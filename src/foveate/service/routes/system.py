@@ -1,4 +1,4 @@
-"""``GET /healthz`` (no auth: for load balancers) and ``GET /metrics`` (Prometheus text)."""
+"""``GET``/``HEAD /healthz`` (no auth: for load balancers) and ``GET /metrics`` (Prometheus text)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ router = APIRouter(tags=["system"])
 metrics_router = APIRouter(tags=["system"])
 
 
+@router.head("/healthz", include_in_schema=False)
 @router.get("/healthz", response_model=Health, summary="Liveness and a few figures")
 async def healthz(request: Request) -> Health:
     engine = request.app.state.engine

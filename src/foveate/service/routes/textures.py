@@ -19,10 +19,14 @@ from ...render import png_bytes, tokens_metadata
 from ...selection import Selection, select
 from ...store import StoreEntry
 from ..errors import TextureNotFound
+from ..guard import UPLOAD, body_limit
 from ..schemas import (MAX_BUDGET, MAX_PROMPTS, TEXTURE_ID_PATTERN, CropsOut, Error, Mode, SelectIn, SelectionOut,
                        TextureOut)
 
 router = APIRouter(prefix="/v1/textures", tags=["textures"])
+
+#: a select body is a small JSON document (text up to 20,000 characters, 64 points and boxes): 1 MiB is ample
+SELECT_BODY_LIMIT = 1 << 20
 
 TextureId = Annotated[str, Path(pattern=TEXTURE_ID_PATTERN, description="A texture id from POST /v1/textures.")]
 
@@ -79,7 +83,9 @@ async def _image_bytes(request: Request) -> bytes:
                         413: {"model": Error, "description": "Upload over the size limit."},
                         415: {"model": Error, "description": "Not an image upload."},
                         503: {"model": Error, "description": "Encode queue full: retry after Retry-After s."},
+                        507: {"model": Error, "description": "The texture alone is larger than the store cap."},
                         **{k: v for k, v in ERRORS.items() if k != 404}})
+@body_limit(UPLOAD)
 async def upload(request: Request, response: Response) -> TextureOut:
     """The image as the raw body (any image content type or application/octet-stream) or as multipart field
     ``file``.  Idempotent: the id is the image content hash + the encode config hash, so uploading the same
@@ -129,7 +135,9 @@ def selection_json(sel: Selection) -> bytes:
     return to_json(doc, inf_nan_mode="null")
 
 
-@router.post("/{tid}/select", response_model=SelectionOut, responses=ERRORS, summary="Select tokens for a query")
+@router.post("/{tid}/select", response_model=SelectionOut, summary="Select tokens for a query",
+             responses={**ERRORS, 413: {"model": Error, "description": "Body over 1 MiB."}})
+@body_limit(SELECT_BODY_LIMIT)
 async def select_tokens(request: Request, tid: TextureId, body: SelectIn) -> Response:
     """Scores the stored texture for the query and spends the budget (no encode).  Returns the selection
     document of ``foveate select --json`` (schema: docs/selection-schema.md)."""
