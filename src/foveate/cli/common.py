@@ -10,7 +10,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from ..core.config import EncodeConfig, replace_config
+from ..core.config import DEFAULT_BUDGET, EncodeConfig, replace_config
 from ..core.errors import FoveateError
 from ..core.io import DEFAULT_MAX_PIXELS
 
@@ -27,6 +27,8 @@ PatchOpt = typer.Option(16, "--patch-size", help="Tile / token side P in pixels.
 LevelsOpt = typer.Option(5, "--max-levels", help="Pyramid levels (0..N-1); fewer for small images.")
 MaxPixOpt = typer.Option(DEFAULT_MAX_PIXELS, "--max-pixels", help="Refuse images with more pixels than this.")
 DeviceOpt = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N.")
+BudgetOpt = typer.Option(DEFAULT_BUDGET, "--budget", "-b", help="Tokens to select.")
+ModeOpt = typer.Option("quadtree", "--mode", "-m", help="quadtree or topk.")
 SemanticOpt = typer.Option(None, "--semantic-model",
                            help="Local CLIP checkpoint directory (or an id already in the model cache) for the "
                                 "semantic channels; adds the semantic group to any preset.  Without it, "

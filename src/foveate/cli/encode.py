@@ -10,11 +10,11 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from ..core.config import DEFAULT_BUDGET, EncodeConfig, SelectConfig
+from ..core.config import EncodeConfig, SelectConfig
 from ..core.errors import FoveateError
-from .common import (DeviceOpt, LevelsOpt, MaxPixOpt, PatchOpt, PresetOpt, SemanticOpt, _check_cover_early,
-                     _encode_config, _prompt_query, _resolve_input, _say_absent_once, _slug, _texture_for, app, err,
-                     out)
+from .common import (BudgetOpt, DeviceOpt, LevelsOpt, MaxPixOpt, ModeOpt, PatchOpt, PresetOpt, SemanticOpt,
+                     _check_cover_early, _encode_config, _prompt_query, _resolve_input, _say_absent_once, _slug,
+                     _texture_for, app, err, out)
 
 
 @app.command()
@@ -80,8 +80,8 @@ def select(
     point: list[str] = typer.Option([], "--point", help="Positive point prompt 'x,y' (pixels); repeatable."),
     neg_point: list[str] = typer.Option([], "--neg-point", help="Negative point prompt 'x,y'; repeatable."),
     box: list[str] = typer.Option([], "--box", help="Box prompt 'x0,y0,x1,y1' (pixels); repeatable."),
-    budget: int = typer.Option(DEFAULT_BUDGET, "--budget", "-b", help="Tokens to select."),
-    mode: str = typer.Option("quadtree", "--mode", "-m", help="quadtree or topk."),
+    budget: int = BudgetOpt,
+    mode: str = ModeOpt,
     gist: bool = typer.Option(True, "--gist/--no-gist", help="topk: add the whole image at the coarsest level."),
     output: Path = typer.Option(Path("out"), "--output", "-o", help="Output folder."),
     vlm: str = typer.Option("openai", "--vlm", help="VLM rule crops/ is planned under: openai, anthropic, gemini, "

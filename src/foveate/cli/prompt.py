@@ -10,10 +10,10 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from ..core.config import DEFAULT_BUDGET, SelectConfig
+from ..core.config import SelectConfig
 from ..core.errors import FoveateError
-from .common import (DeviceOpt, LevelsOpt, MaxPixOpt, PatchOpt, PresetOpt, _check_cover_early, _encode_config,
-                     _prompt_query, _resolve_input, _texture_for, app, err, out)
+from .common import (BudgetOpt, DeviceOpt, LevelsOpt, MaxPixOpt, ModeOpt, PatchOpt, PresetOpt, _check_cover_early,
+                     _encode_config, _prompt_query, _resolve_input, _texture_for, app, err, out)
 
 
 @app.command()
@@ -25,8 +25,8 @@ def prompt(
     model: Optional[str] = typer.Option(None, "--model", help="Model name written into the body (default per rule)."),
     point: list[str] = typer.Option([], "--point", help="Also a positive point prompt 'x,y' (pixels); repeatable."),
     box: list[str] = typer.Option([], "--box", help="Also a box prompt 'x0,y0,x1,y1' (pixels); repeatable."),
-    budget: int = typer.Option(DEFAULT_BUDGET, "--budget", "-b", help="Tokens to select."),
-    mode: str = typer.Option("quadtree", "--mode", "-m", help="quadtree or topk."),
+    budget: int = BudgetOpt,
+    mode: str = ModeOpt,
     max_crops: Optional[int] = typer.Option(None, "--max-crops", help="At most this many crops besides the context."),
     image_format: str = typer.Option("png", "--format", help="Picture encoding in the body: png or jpeg."),
     output: Path = typer.Option(Path("out/prompt"), "--output", "-o",
