@@ -9,7 +9,7 @@ import pytest
 from safetensors.torch import load_file
 
 from foveate import encode, select
-from foveate.render import merge_boxes, plan_crops, render_mosaic, render_overlay, vlm_tokens, write_outputs
+from foveate.render import crop_images, plan_crops, render_mosaic, render_overlay, write_outputs
 
 from ..conftest import random_image
 
@@ -37,30 +37,16 @@ def test_overlay_shape_and_outlines(page_texture):
     assert not np.array_equal(ov, page_texture.image)
 
 
-def test_merge_boxes_covers_and_respects_the_cap():
-    rng = np.random.default_rng(0)
-    xy = rng.integers(0, 900, (60, 2))
-    boxes = np.concatenate([xy, xy + 16], 1)
-    for cap in (1, 2, 4, 10):
-        out = merge_boxes(boxes, cap)
-        assert 1 <= len(out) <= cap
-        for b in boxes:  # every input box lies inside some output rectangle
-            assert ((out[:, 0] <= b[0]) & (out[:, 1] <= b[1]) & (out[:, 2] >= b[2]) & (out[:, 3] >= b[3])).any()
-    touching = np.array([[0, 0, 16, 16], [16, 0, 32, 16], [100, 100, 116, 116]])
-    assert len(merge_boxes(touching, 10)) == 2
-    assert len(merge_boxes(np.zeros((0, 4)), 4)) == 0
-
-
-def test_crop_plan_counts_tokens(page_texture):
+def test_crop_plan_follows_the_rule(page_texture):
     sel = select(page_texture, {"boxes": [(560, 450, 790, 550)]}, 273)
-    plan = plan_crops(sel, max_crops=3, vlm_patch=14)
-    assert 1 <= len(plan.crops) <= 3
-    for c in plan.crops:
-        assert c.tokens == vlm_tokens(c.width, c.height, 14)
-    assert plan.thumbnail.width <= 448 and plan.thumbnail.height <= 448
-    assert plan.full_image_tokens == vlm_tokens(850, 1100, 14)
-    assert plan.total_tokens < plan.full_image_tokens
-    assert vlm_tokens(28, 29, 14) == 6
+    for rule in ("openai", "anthropic", "patch:14"):
+        plan = plan_crops(sel, rule, max_crops=3)
+        assert 1 <= len(plan.pictures) <= 4 and plan.tokens < plan.image.tokens
+        assert plan.rule == rule
+    assert plan_crops(sel, "patch:14").image.tokens == 61 * 79  # ceil(850/14) * ceil(1100/14)
+    pics = crop_images(page_texture.image, plan_crops(sel, "anthropic"))
+    assert pics[0][0] == "00-context.png"
+    assert all(arr.dtype == np.uint8 and arr.ndim == 3 for _, arr in pics)
 
 
 def test_write_outputs(tmp_path, page_texture):
@@ -74,8 +60,11 @@ def test_write_outputs(tmp_path, page_texture):
     assert tuple(t["patches"].shape) == (len(sel), 3, 16, 16)
     assert t["boxes"].shape == (len(sel), 4) and t["centers"].shape == (len(sel), 2)
     crops = json.loads((written["crops"] / "crops.json").read_text())
-    assert len(list(written["crops"].glob("crop_*.png"))) == len(crops["crops"])
-    assert (written["crops"] / "thumbnail.png").exists()
+    assert crops["rule"] == "openai" and crops["plan_tokens"] <= crops["image_tokens"]
+    names = sorted(p.name for p in written["crops"].glob("*.png"))
+    assert names == [f"{i:02d}-{p['kind']}.png" for i, p in enumerate(crops["pictures"])]
+    write_outputs(page_texture, sel, tmp_path / "o", vlm="llava-1.5")  # an earlier plan's pictures are replaced
+    assert sorted(p.name for p in written["crops"].glob("*.png")) == ["00-image.png"]
     no_cut = select(page_texture, "total", 100, cut=False)
     with pytest.raises(ValueError, match="cut=True"):
         write_outputs(page_texture, no_cut, tmp_path / "o2")

@@ -121,16 +121,18 @@ AUTH = {"Authorization": "Bearer s3cret"}
 
 
 def test_malformed_or_huge_body_without_key_is_401(keyed):
-    url = f"{keyed.url}/v1/textures/{TID}/select"
-    for body in (b"{not json", b"[" * 4096, b"0" * (3 << 20)):
-        r = httpx.post(url, content=body, headers={"content-type": "application/json"}, timeout=60)
-        assert r.status_code == 401, (len(body), r.status_code, r.text[:200])
+    for route in ("select", "prompt"):
+        url = f"{keyed.url}/v1/textures/{TID}/{route}"
+        for body in (b"{not json", b"[" * 4096, b"0" * (3 << 20)):
+            r = httpx.post(url, content=body, headers={"content-type": "application/json"}, timeout=60)
+            assert r.status_code == 401, (route, len(body), r.status_code, r.text[:200])
     r = httpx.post(keyed.url + "/v1/textures", content=b"\0" * (5 << 20), timeout=60)
     assert r.status_code == 401
 
 
-def test_select_body_over_1_mib_is_413_even_chunked(keyed):
-    url = f"{keyed.url}/v1/textures/{TID}/select"
+@pytest.mark.parametrize("route", ["select", "prompt"])
+def test_query_body_over_1_mib_is_413_even_chunked(keyed, route):
+    url = f"{keyed.url}/v1/textures/{TID}/{route}"
     big = b'{"text": "' + b"a" * (1 << 20) + b'"}'
     r = httpx.post(url, content=big, headers={**AUTH, "content-type": "application/json"}, timeout=60)
     assert r.status_code == 413 and "1 MiB" in r.json()["detail"]
@@ -141,9 +143,10 @@ def test_select_body_over_1_mib_is_413_even_chunked(keyed):
 
     r = httpx.post(url, content=chunks(), headers={**AUTH, "content-type": "application/json"}, timeout=60)
     assert r.status_code == 413 and "1 MiB" in r.json()["detail"]
-    r = httpx.post(keyed.url + "/v1/textures", content=chunks(), headers=AUTH, timeout=60)  # 2.5 MiB > 2 MiB
-    assert r.status_code == 413 and "--max-upload-mb" in r.json()["detail"]
-    assert httpx.post(url, json={"budget": 20}, headers=AUTH).status_code == 404  # small bodies still pass
+    if route == "select":
+        r = httpx.post(keyed.url + "/v1/textures", content=chunks(), headers=AUTH, timeout=60)  # 2.5 MiB > 2 MiB
+        assert r.status_code == 413 and "--max-upload-mb" in r.json()["detail"]
+    assert httpx.post(url, json={"text": "total"}, headers=AUTH).status_code == 404  # small bodies still pass
 
 
 def test_head_limits_head_healthz_and_metrics(keyed):
@@ -405,8 +408,9 @@ def test_budget_checked_from_the_image_size_before_decoding(tmp_path):
     big.write_bytes(_png_header_only(8000, 8000))
     strip = tmp_path / "strip.png"
     Image.new("RGB", (1_000_000, 1), "white").save(strip)
-    cli = [sys.executable, "-m", "foveate.cli", "select"]
-    for path, tiles in ((big, 1024), (strip, 3907)):
-        r = subprocess.run(cli + [str(path), "-o", str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
+    cli = [sys.executable, "-m", "foveate.cli"]
+    for cmd, path, tiles in (("select", big, 1024), ("select", strip, 3907), ("prompt", big, 1024)):
+        args = [cmd, str(path), "-o", str(tmp_path / "out")] + (["-q", "total"] if cmd == "prompt" else [])
+        r = subprocess.run(cli + args, capture_output=True, text=True, timeout=60)
         assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
         assert f"below the {tiles} tiles of the coarsest level" in r.stderr and "topk" in r.stderr, r.stderr

@@ -143,17 +143,42 @@ def test_renderings_match_the_library(server, photo_id, photo):
     assert np.array_equal(tensors["patches"], sel.patches.numpy())
     assert np.array_equal(tensors["boxes"], sel.boxes)
 
-    r = httpx.get(base + "/crops", params={**params, "max_crops": 3}, timeout=60)
-    doc = r.json()
-    plan = plan_crops(sel, max_crops=3).to_dict()
-    assert [c["box"] for c in doc["crops"]] == [c["box"] for c in plan["crops"]]
-    assert doc["total_tokens"] == plan["total_tokens"]
-    for c in doc["crops"] + [doc["thumbnail"]]:
-        head, b64 = c["image"].split(",", 1)
-        assert head == "data:image/png;base64"
-        pic = cv2.imdecode(np.frombuffer(base64.b64decode(b64), np.uint8), cv2.IMREAD_COLOR)
-        assert pic.shape[:2] == (c["height"], c["width"])
-    assert httpx.get(base + "/crops", params={"images": "false"}).json()["thumbnail"]["image"] is None
+    for rule in ("openai", "anthropic"):
+        r = httpx.get(base + "/crops", params={**params, "max_crops": 3, "vlm": rule}, timeout=60)
+        doc = r.json()
+        plan = plan_crops(sel, rule, max_crops=3).to_dict()
+        assert [c["box"] for c in doc["pictures"]] == [c["box"] for c in plan["pictures"]]
+        assert doc["plan_tokens"] == plan["plan_tokens"] <= doc["image_tokens"]
+        for c in doc["pictures"]:
+            head, b64 = c["image"].split(",", 1)
+            assert head == "data:image/png;base64"
+            pic = cv2.imdecode(np.frombuffer(base64.b64decode(b64), np.uint8), cv2.IMREAD_COLOR)
+            assert pic.shape[:2] == (c["sent"][1], c["sent"][0])
+    assert httpx.get(base + "/crops", params={"images": "false"}).json()["pictures"][0]["image"] is None
+
+
+def test_prompt_matches_the_library(server, photo_id, photo):
+    from foveate.vlm import build_request
+
+    tex = foveate.encode(photo, preset="fast", device="cpu")
+    sel = foveate.select(tex, {"text": "What is on the table?", "points": [(250, 180)]}, 150)
+    base = f"{server.url}/v1/textures/{photo_id}/prompt"
+    for rule in ("openai", "anthropic", "gemini", "qwen2-vl"):
+        r = httpx.post(base, json={"text": "What is on the table?", "points": [[250, 180]], "budget": 150,
+                                   "vlm": rule}, timeout=60)
+        assert r.status_code == 200, r.text
+        doc = r.json()
+        local = build_request(tex.image, sel, rule, "What is on the table?", inputs=False)
+        assert doc["request"] == local.body
+        ledger = local.ledger()
+        for key in ("rule", "image_size", "image_tokens", "plan_tokens", "uniform_tokens"):
+            assert doc["ledger"][key] == ledger[key]
+        assert [p["box"] for p in doc["ledger"]["pictures"]] == [p["box"] for p in ledger["pictures"]]
+        assert (doc["pictures"] is not None) == (rule == "qwen2-vl")
+    r = httpx.post(base, json={"text": "q", "vlm": "gpt-9"}, timeout=60)
+    assert r.status_code == 422 and "unknown VLM rule" in r.json()["detail"]
+    r = httpx.post(base, json={"text": ""}, timeout=60)
+    assert r.status_code == 422
 
 
 def test_texture_cache_is_bounded_lru():
@@ -196,6 +221,9 @@ def test_texture_cache_is_bounded_lru():
      422, "invalid request"),
     ("get", "/v1/textures/{id}/overlay.png", {"params": {"point": "1,2,3"}}, 422, "point must be 2 numbers"),
     ("get", "/v1/textures/{id}/crops", {"params": {"max_crops": 0}}, 422, "max_crops"),
+    ("get", "/v1/textures/{id}/crops", {"params": {"vlm": "patch:0"}}, 422, "patch:P"),
+    ("post", "/v1/textures/{id}/prompt", {"json": {"text": "total", "format": "gif"}}, 422, "format"),
+    ("post", "/v1/textures/{id}/prompt", {"json": {"budget": 20}}, 422, "text"),
     ("get", "/nowhere", {}, 404, "/docs"),
     ("put", "/v1/textures", {}, 405, "not allowed"),
 ])
@@ -269,7 +297,7 @@ def test_fuzz_no_server_errors(server, photo_id):
             assert isinstance(r.json()["detail"], str), r.text[:300]
 
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) == 10
+    assert len(operations) == 11
     for op in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
             run = settings(max_examples=25, deadline=None, database=None, derandomize=True,
@@ -278,7 +306,7 @@ def test_fuzz_no_server_errors(server, photo_id):
                 run()
             except Unsatisfiable:  # negative mode for an operation with no input to get wrong (/healthz)
                 assert mode == GenerationMode.NEGATIVE and not op.path.startswith("/v1/")
-    assert len(set(seen)) == 10
+    assert len(set(seen)) == 11
 
 
 # -- servers with their own settings -----------------------------------------------------------------------------------

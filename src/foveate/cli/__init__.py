@@ -4,8 +4,9 @@ Errors a user can cause print as one line (``error: ...``) with exit code 1 and 
 exit with 2.
 
 One module per command group over a small shared helper (``common``: the app, the consoles, shared options and
-input helpers): ``encode`` (encode, select, info), ``serve`` (serve), ``bench`` (bench, bench-serve, bench-video),
-``eval`` (eval, eval-video), ``train`` (train, synth), ``video`` (video) and ``store`` (the ``store`` group).  Importing a command module
+input helpers): ``encode`` (encode, select, info), ``prompt`` (prompt), ``serve`` (serve), ``bench`` (bench,
+bench-prompt, bench-serve, bench-ray, bench-video), ``eval`` (eval, eval-video), ``train`` (train, synth), ``video``
+(video) and ``store`` (the ``store`` group).  Importing a command module
 registers its commands on the app; the order here is the order of ``foveate --help``.
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 import sys
 
 from ..core.errors import FoveateError
-from . import encode, serve, bench, eval, train, video, store  # noqa: F401  (importing a command module registers it)
+from . import encode, prompt, serve, bench, eval, train, video, store  # noqa: F401  (importing a command module registers it)
 from .common import app, err
 
 

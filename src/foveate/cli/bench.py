@@ -1,6 +1,6 @@
-"""The benchmark commands: ``foveate bench`` (encode and select), ``bench-serve`` (a real server under load),
-``bench-ray`` (the Ray dataset pipeline against the local encode) and ``bench-video`` (incremental video updates
-against encoding every frame)."""
+"""The benchmark commands: ``foveate bench`` (encode and select), ``bench-prompt`` (a VLM request: plan and body),
+``bench-serve`` (a real server under load), ``bench-ray`` (the Ray dataset pipeline against the local encode) and
+``bench-video`` (incremental video updates against encoding every frame)."""
 
 from __future__ import annotations
 
@@ -83,6 +83,25 @@ def bench_ray(
 
     run_dist_bench(sources, preset=preset, workers=_numbers(workers, "--workers", kind=int), batch_size=batch_size,
                    json_path=json_path, console=out)
+
+
+@app.command("bench-prompt")
+def bench_prompt(
+    image: list[str] = typer.Option([], "--image", "-i", help="Images (default: the bundled photo and page, resized "
+                                                               "to 1024x1024)."),
+    rules: str = typer.Option("openai,openai-patch,anthropic,gemini,qwen2-vl,llava-1.5,patch:14", "--rules",
+                              help="Comma-separated VLM rules."),
+    budget: str = typer.Option("273", "--budget", "-b", help="Selection budget(s), comma-separated."),
+    repeats: int = typer.Option(20, "--repeats", "-n", help="Repetitions per measurement (median reported)."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
+) -> None:
+    """Time a VLM request: planning the pictures under each rule plus cutting them and building the body ("plan +
+    payload"), and, separately, encoding the pictures as PNG and JPEG."""
+    from ..bench.vlm import bench_prompt as run
+
+    run([_resolve_input(p) for p in image] or None, rules=tuple(r for r in rules.split(",") if r),
+        budgets=tuple(int(b) for b in _numbers(budget, "--budget", kind=int)), repeats=repeats, console=out,
+        json_path=json_path)
 
 
 @app.command("bench-video")

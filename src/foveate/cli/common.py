@@ -10,7 +10,7 @@ from typing import NamedTuple, Optional
 import typer
 from rich.console import Console
 
-from ..core.config import EncodeConfig
+from ..core.config import DEFAULT_BUDGET, EncodeConfig
 from ..core.errors import ConfigError, FoveateError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -28,6 +28,8 @@ MaxPixOpt = typer.Option(EncodeConfig.max_pixels, "--max-pixels", help="Refuse i
 DeviceOpt = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N.")
 WeightsOpt = typer.Option("default", "--weights", help="Relevance weights: default (the trained weights foveate "
                                                         "ships), handset, or a file written by foveate train.")
+BudgetOpt = typer.Option(DEFAULT_BUDGET, "--budget", "-b", help="Tokens to select.")
+ModeOpt = typer.Option("quadtree", "--mode", "-m", help="quadtree, topk or uniform.")
 SemanticOpt = typer.Option(None, "--semantic-model",
                            help="Local CLIP checkpoint directory (or an id already in the model cache) for the "
                                 "semantic channels; adds the semantic group to any preset.  Without it, "
@@ -83,6 +85,19 @@ def _resolve_input(path: str) -> Path | DatasetRef:
             raise FoveateError(f"no bundled example {name!r}; known: {known}")
         return matches[0]
     return Path(path)
+
+
+def _check_cover_early(src: Path | DatasetRef, config: EncodeConfig, select_config) -> None:
+    """Whether a quadtree budget can cover the image, from its header alone (before the heavy decode and encode);
+    a saved .fvt, a dataset row or an unreadable header is left to the encode."""
+    if not isinstance(src, Path) or src.suffix == ".fvt" or select_config.mode != "quadtree":
+        return
+    from ..core.io import peek_size
+    from ..selection.quadtree import check_cover
+
+    size = peek_size(src, config.max_pixels)
+    if size is not None:
+        check_cover(size, config.patch_size, config.max_levels, select_config.budget)
 
 
 def _texture_for(path: Path | DatasetRef, config: EncodeConfig, device: str, quiet: bool = False):

@@ -10,11 +10,11 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from ..core.config import DEFAULT_BUDGET, EncodeConfig, SelectConfig
+from ..core.config import EncodeConfig, SelectConfig
 from ..core.errors import FoveateError
-from .common import (DeviceOpt, LevelsOpt, MaxPixOpt, OcrOpt, PatchOpt, PresetOpt, SemanticOpt, WeightsOpt,
-                     _encode_config, _prompt_query, _resolve_input, _say_absent_once, _slug, _texture_for, app, err,
-                     out)
+from .common import (BudgetOpt, DeviceOpt, LevelsOpt, MaxPixOpt, ModeOpt, OcrOpt, PatchOpt, PresetOpt, SemanticOpt,
+                     WeightsOpt, _check_cover_early, _encode_config, _prompt_query, _resolve_input, _say_absent_once,
+                     _slug, _texture_for, app, err, out)
 
 
 @app.command()
@@ -106,15 +106,17 @@ def select(
     point: list[str] = typer.Option([], "--point", help="Positive point prompt 'x,y' (pixels); repeatable."),
     neg_point: list[str] = typer.Option([], "--neg-point", help="Negative point prompt 'x,y'; repeatable."),
     box: list[str] = typer.Option([], "--box", help="Box prompt 'x0,y0,x1,y1' (pixels); repeatable."),
-    budget: int = typer.Option(DEFAULT_BUDGET, "--budget", "-b", help="Tokens to select."),
-    mode: str = typer.Option("quadtree", "--mode", "-m", help="quadtree, topk or uniform (the whole image resized)."),
+    budget: int = BudgetOpt,
+    mode: str = ModeOpt,
     gist: bool = typer.Option(True, "--gist/--no-gist", help="topk: add the whole image at the coarsest level."),
     floor: str = typer.Option("auto", "--floor", help="quadtree: auto (the learned gate may send the uniform "
                                                       "layout where foveating would lose to it) or off."),
     weights: str = WeightsOpt,
     output: Path = typer.Option(Path("out"), "--output", "-o", help="Output folder."),
-    max_crops: int = typer.Option(4, "--max-crops", help="Merge the fine tokens into at most this many crops."),
-    vlm_patch: int = typer.Option(14, "--vlm-patch", help="Patch size of the VLM for crop token estimates."),
+    vlm: str = typer.Option("openai", "--vlm", help="VLM rule crops/ is planned under: openai, anthropic, gemini, "
+                            "qwen2-vl, llava-1.5, openai-patch, patch:P (see foveate prompt)."),
+    max_crops: Optional[int] = typer.Option(None, "--max-crops", help="At most this many crops besides the context "
+                                            "picture (default: the rule's picture limit)."),
     explain: bool = typer.Option(False, "--explain", help="Show which signals drove the chosen tokens."),
     json_out: bool = typer.Option(False, "--json", help="Print the selection JSON to stdout instead of a table."),
     preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
@@ -130,34 +132,32 @@ def select(
 
     cfg = SelectConfig(budget=budget, mode=mode, gist=gist, floor=floor)  # validate before the heavy encode
     relevance = load_weights(weights)
-    if max_crops < 1 or vlm_patch < 1:
-        raise FoveateError("--max-crops and --vlm-patch must be at least 1")
+    if max_crops is not None and max_crops < 1:
+        raise FoveateError("--max-crops must be at least 1")
+    from ..vlm import get_rule
+
+    get_rule(vlm)  # an unknown rule fails before the encode
     queries = [_prompt_query(t, point, neg_point, box) for t in (list(query) or [None])]
     src = _resolve_input(source)
     enc = _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model, ocr)
-    if isinstance(src, Path) and src.suffix != ".fvt" and cfg.mode == "quadtree":  # the budget vs the header
-        from ..core.io import peek_size
-        from ..selection.quadtree import check_cover
-
-        size = peek_size(src, enc.max_pixels)
-        if size is not None:
-            check_cover(size, enc.patch_size, enc.max_levels, cfg.budget)
+    _check_cover_early(src, enc, cfg)  # what the budget can cover, from the header alone
     tex = _texture_for(src, enc, device, quiet=json_out)
     for q in queries:
         q.validate(tex.image_size)
     if not json_out:
         _say_absent_once(tex)
-    table = Table("query", "tokens", "levels", "ms", "crops (VLM tokens)", "written to", box=None)
+    table = Table("query", "tokens", "levels", "ms", f"crops ({vlm} tokens)", "written to", box=None)
     docs = []
     for i, q in enumerate(queries, 1):
         sel = select_tokens(tex, q, config=cfg, explain=explain, weights=relevance)
         dest = output if len(queries) == 1 else output / _slug(q.text, i)
-        written = write_outputs(tex, sel, dest, max_crops=max_crops, vlm_patch=vlm_patch)
+        written = write_outputs(tex, sel, dest, max_crops=max_crops, vlm=vlm)
         doc = json.loads(written["selection"].read_text())
         docs.append(doc)
         levels = " ".join(f"L{k}:{v}" for k, v in sorted(sel.level_counts().items()))
         crops = doc.get("crops", {})
-        crop_txt = f"{len(crops.get('crops', []))}+thumb ({crops.get('total_tokens')} vs {crops.get('full_image_tokens')})"
+        crop_txt = (f"{len(crops.get('pictures', []))} pictures: {crops.get('plan_tokens')} vs "
+                    f"{crops.get('image_tokens')} for the image")
         label = q.text or ("prompt" if q.has_prompt else "(no query: saliency)")
         table.add_row(label[:50], f"{len(sel)}/{sel.budget}", levels, f"{sel.timings_ms['total']:.1f}", crop_txt,
                       str(dest))

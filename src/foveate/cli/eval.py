@@ -44,6 +44,12 @@ def eval_command(
     ocr: str = typer.Option("auto", "--ocr", help="OCR answer check: auto, on or off."),
     ocr_budget: list[str] = typer.Option([], "--ocr-budget", help="Run the (slow) OCR check at these budgets only."),
     group_by: list[str] = typer.Option([], "--group-by", help="Also tabulate by this metadata key (e.g. isthing)."),
+    vlm: list[str] = typer.Option([], "--vlm", help="VLM rule(s) to plan crops under (openai, anthropic, gemini, "
+                                  "qwen2-vl, llava-1.5, openai-patch, patch:P; repeatable or comma-separated): "
+                                  "provider tokens of the plan, the whole image and a uniform resize, and the OCR "
+                                  "answer check on each."),
+    mosaic_ocr: bool = typer.Option(True, "--mosaic-ocr/--no-mosaic-ocr", help="Also OCR foveate's mosaic (off: "
+                                    "the OCR check reads the uniform and full images and the --vlm pictures only)."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output folder (default out/eval/<set>)."),
     plots: bool = typer.Option(False, "--plots", help="Also write curves.png and gallery.png (needs matplotlib)."),
     gallery: int = typer.Option(12, "--gallery", help="Worst queries shown in gallery.png."),
@@ -82,7 +88,8 @@ def eval_command(
                                                               if b.strip() and baselines != "none"), min_px=min_px,
         hit_threshold=hit_threshold, random_seeds=random_seeds, seed=seed, limit=limit, ocr=ocr,
         ocr_budgets=_numbers(ocr_budget, "--ocr-budget", kind=int) if ocr_budget else None, device=device,
-        weights=weights, compare_weights=tuple(compare_weights), split=split, split_seed=split_seed)
+        weights=weights, compare_weights=tuple(compare_weights), split=split, split_seed=split_seed,
+        vlm=tuple(r.strip() for v in vlm for r in v.split(",") if r.strip()), mosaic_ocr=mosaic_ocr)
     if threads is not None:
         import torch
 

@@ -15,6 +15,8 @@ Conversion rules (documented, tested):
 
 Errors: an empty, truncated, corrupt or non-image file is an ``ImageDecodeError``; an image with more pixels
 than ``max_pixels`` is an ``ImageTooLargeError`` raised from the header, before any pixel is decoded.
+
+The way back: :func:`encode_image` writes an RGB array as PNG or JPEG bytes.
 """
 
 from __future__ import annotations
@@ -232,3 +234,20 @@ def _array_to_rgb(arr: np.ndarray, max_pixels: int) -> np.ndarray:
         alpha = a[..., 3:4].astype(np.float32) / 255.0
         a = np.rint(a[..., :3].astype(np.float32) * alpha + 255.0 * (1.0 - alpha)).astype(np.uint8)
     return np.ascontiguousarray(a)
+
+
+def encode_image(rgb: np.ndarray, fmt: str = "png", quality: int = 90) -> bytes:
+    """``rgb`` (H, W, 3) uint8 as PNG (compression level 3) or JPEG (``quality``) bytes, via OpenCV."""
+    import cv2
+
+    fmt = fmt.lower()
+    if fmt == "png":
+        ext, params = ".png", [cv2.IMWRITE_PNG_COMPRESSION, 3]
+    elif fmt in ("jpeg", "jpg"):
+        ext, params = ".jpg", [cv2.IMWRITE_JPEG_QUALITY, int(quality)]
+    else:
+        raise UnsupportedInputError(f"image format must be png or jpeg, got {fmt!r}")
+    ok, buf = cv2.imencode(ext, cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2BGR), params)
+    if not ok:  # pragma: no cover - OpenCV encodes any uint8 RGB array
+        raise RuntimeError(f"{fmt} encoding failed")
+    return buf.tobytes()

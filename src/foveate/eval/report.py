@@ -14,6 +14,7 @@ from .baselines import METHOD_LABELS
 from .plots import plot_curves, plot_gallery
 from .runner import SELECT_KNOBS
 from .summary import aggregate
+from .vlm import vlm_rows
 
 if TYPE_CHECKING:
     from .runner import EvalResult
@@ -71,7 +72,7 @@ def group_rows(result: EvalResult, key: str = "bucket") -> tuple[list[str], list
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> str:
-    right = {i for i, h in enumerate(header) if h not in ("method", "bucket") and not h.startswith("OCR")}
+    right = {i for i, h in enumerate(header) if h not in ("method", "bucket", "rule") and not h.startswith("OCR")}
     lines = ["| " + " | ".join(header) + " |",
              "|" + "|".join("---:" if i in right else "---" for i in range(len(header))) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
@@ -119,6 +120,12 @@ def render_markdown(result: EvalResult, title: str | None = None, group_by: Sequ
     same = [r["same_as_query_blind"] for r in result.records if "same_as_query_blind" in r]
     if same:
         out += [f"foveate's selection equals the query-blind one for {100 * np.mean(same):.1f} % of the queries.", ""]
+    if any("vlm" in r for r in result.records):
+        out += ["VLM plans (`--vlm`): provider tokens of foveate's crop plan, of the whole image as the provider takes "
+                "it and of a uniform resize with at most the plan's tokens (means per query; plan / image = sum of plan "
+                "tokens over sum of image tokens), and the OCR answer check exact / fuzzy % on the pictures as the "
+                "model sees them (over the queries read in all three).", ""]
+        out += [_md_table(*vlm_rows(result.records)), ""]
     out += ["Legible coverage / hit (%) by box size (a query's mean box area as a share of the image):", ""]
     out += [_md_table(*group_rows(result, "bucket")), ""]
     for key in group_by:
@@ -134,7 +141,7 @@ def print_tables(result: EvalResult, console, group_by: Sequence[str] = ()) -> N
     def show(title: str, header: list[str], rows: list[list[str]]) -> None:
         t = Table(title=title, box=None, title_justify="left")
         for h in header:
-            t.add_column(h, justify="left" if h in ("method", "bucket") or h.startswith("OCR") else "right")
+            t.add_column(h, justify="left" if h in ("method", "bucket", "rule") or h.startswith("OCR") else "right")
         prev = None
         for r in rows:
             if prev is not None and r[0] != prev:
@@ -145,6 +152,8 @@ def print_tables(result: EvalResult, console, group_by: Sequence[str] = ()) -> N
 
     console.print(describe_run(result), highlight=False)
     show("metrics (mean over queries, %)", *summary_rows(result))
+    if any("vlm" in r for r in result.records):
+        show("VLM plans: provider tokens and OCR answer exact / fuzzy %", *vlm_rows(result.records))
     show("legible coverage / hit % by box size", *group_rows(result, "bucket"))
     for key in group_by:
         show(f"legible coverage / hit % by {key}", *group_rows(result, key))

@@ -22,6 +22,7 @@ from .data import PROBLEM_KINDS, SPLITS, EvalQuery, Problem, check_boxes, read_q
 from .metrics import DEFAULT_HIT_THRESHOLD, DEFAULT_MIN_PX, query_metrics
 from .oracle import oracle_tiles
 from .summary import aggregate, mean_scores
+from .vlm import aggregate_vlm, vlm_record
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -97,6 +98,10 @@ class EvalConfig:
             stem), from the same textures.
         split, split_seed: evaluate only the images of this split (``train``, ``val``, ``test``; see
             :func:`foveate.eval.data.split_of`) -- the split ``foveate train`` used with the same seed.
+        vlm: VLM rules (``foveate.vlm`` specs) to plan crops under: tokens of the plan, the whole image and a uniform
+            resize, and the OCR check on each where the OCR check runs (``foveate.eval.vlm``).
+        mosaic_ocr: also read foveate's mosaic in the OCR check (off: only the uniform image, the full image and
+            the VLM rows are read).
     """
 
     budgets: tuple[int, ...] = (273,)
@@ -117,6 +122,8 @@ class EvalConfig:
     compare_weights: tuple[str, ...] = ()
     split: str | None = None
     split_seed: int = 0
+    vlm: tuple[str, ...] = ()
+    mosaic_ocr: bool = True
 
     def __post_init__(self) -> None:
         budgets = tuple(self.budgets)
@@ -145,6 +152,9 @@ class EvalConfig:
             raise ConfigError("limit must be at least 1")
         if self.split is not None and self.split not in SPLITS:
             raise ConfigError(f"split must be one of {', '.join(SPLITS)}, got {self.split!r}")
+        from ..vlm import get_rule
+
+        object.__setattr__(self, "vlm", tuple(dict.fromkeys(get_rule(r).name for r in self.vlm)))
         labels = [weights_label(w) for w in self.compare_weights]
         if len(set(labels)) != len(labels) or set(labels) & {n for n, _ in self.variants}:
             raise ConfigError(f"compared weights need distinct names (file stems), got {labels}")
@@ -162,7 +172,7 @@ class EvalConfig:
     def to_dict(self) -> dict:
         d = {k: getattr(self, k) for k in ("budgets", "baselines", "min_px", "hit_threshold", "random_seeds", "seed",
                                            "limit", "ocr", "ocr_budgets", "max_error_rate", "weights",
-                                           "compare_weights", "split", "split_seed")}
+                                           "compare_weights", "split", "split_seed", "vlm", "mosaic_ocr")}
         d["encode"] = self.encode.to_dict()
         d["select"] = {k: getattr(self.select, k) for k in SELECT_KNOBS}
         d["variants"] = {n: {k: getattr(c, k) for k in SELECT_KNOBS} for n, c in self.variants}
@@ -188,6 +198,7 @@ class EvalResult:
     def to_dict(self) -> dict:
         return {
             "data_dir": self.data_dir, "config": self.config.to_dict(), "counts": self.counts,
+            "vlm": aggregate_vlm(self.records),
             "timings_s": {k: round(v, 3) for k, v in self.timings_s.items()}, "ocr": self.ocr,
             "methods": {m: METHOD_HELP.get(m.split(":")[0], "") for m in self.config.methods},
             "summary": aggregate(self.records, self.config.methods),
@@ -378,6 +389,12 @@ def _eval_image(run: _Run, image_rel: str, qs: list[EvalQuery]) -> None:
             t["baselines"] += time.perf_counter() - t5
             if ocr_here and q.answers:
                 rec["ocr"] = _ocr_record(run, tex, q, sels.get("foveate"), uni_lines, full_lines)
+            if cfg.vlm and "foveate" in sels:
+                t6 = time.perf_counter()
+                read = (lambda img, q=q: _read(run, img, q, "VLM picture")) if ocr_here else None
+                rec["vlm"] = {rule: vlm_record(rgb, sels["foveate"], q, rule, read, full_lines, cfg.max_error_rate)
+                              for rule in cfg.vlm}
+                t["vlm"] += time.perf_counter() - t6
             run.records.append(rec)
 
 
@@ -386,7 +403,7 @@ def _ocr_record(run: _Run, tex, q: EvalQuery, sel: Selection | None, uni_lines: 
     """Is ``q``'s answer read in foveate's mosaic, the uniform image, the full image?  ``{method: {exact, fuzzy}}``."""
     from ..render import render_mosaic
 
-    mosaic_lines = _read(run, render_mosaic(tex, sel), q, "mosaic") if sel is not None else None
+    mosaic_lines = _read(run, render_mosaic(tex, sel), q, "mosaic") if sel is not None and run.cfg.mosaic_ocr else None
     out = {}
     for name, lines in (("foveate", mosaic_lines), ("uniform", uni_lines), ("full", full_lines)):
         if lines is not None:

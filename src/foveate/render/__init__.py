@@ -3,9 +3,9 @@
 * ``overlay.png`` -- the relevance heat map over the image, with every token's outline coloured by level.
 * ``mosaic.png`` -- the image as the VLM sees it: each region at the resolution of the token covering it.
 * ``tokens.safetensors`` -- patches (K, 3, P, P) uint8 plus boxes, levels, positions, scores.
-* ``crops/`` -- the fine tokens merged into at most N rectangles plus one thumbnail, each with its pixel size
-  and the tokens a VLM with a given patch size would spend on it: a way to send fewer image tokens to a
-  hosted VLM today, without changing the model.
+* ``crops/`` -- the pictures to send a hosted VLM under its own token rule (``foveate.vlm``): the page at a
+  coarse scale plus crops at the scale their tokens were selected at, never more tokens than the whole image;
+  ``crops.json`` is the plan's token ledger.
 * ``selection.json`` -- everything above as data (schema: docs/selection-schema.md).
 
 ``overlay`` (heat map, outlines, mosaic), ``crops`` (crop plans for hosted VLMs), ``outputs`` (the files).
@@ -14,7 +14,7 @@
 from .._lazy import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    **{n: ".crops" for n in ("Crop", "CropPlan", "crop_images", "merge_boxes", "plan_crops", "vlm_tokens")},
+    **{n: ".crops" for n in ("crop_images", "plan_crops")},
     **{n: ".outputs" for n in ("png_bytes", "tokens_metadata", "write_outputs", "write_png")},
     **{n: ".overlay" for n in ("LEVEL_COLORS", "heatmap", "render_mosaic", "render_overlay")},
 })

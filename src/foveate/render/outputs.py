@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import cv2
 import numpy as np
 
+from ..core.io import encode_image
 from ..core.texture import Texture
 from ..selection import Selection
 from .crops import crop_images, plan_crops
@@ -18,10 +18,7 @@ from .overlay import render_mosaic, render_overlay
 def png_bytes(rgb: np.ndarray) -> bytes:
     """``rgb`` (H, W, 3) uint8 as PNG bytes (compression level 3): what ``overlay.png``, ``mosaic.png`` and
     the crops hold, on disk and over HTTP."""
-    ok, buf = cv2.imencode(".png", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_PNG_COMPRESSION, 3])
-    if not ok:  # pragma: no cover - OpenCV encodes any uint8 RGB array
-        raise RuntimeError("PNG encoding failed")
-    return buf.tobytes()
+    return encode_image(rgb, "png")
 
 
 def write_png(path: Path, rgb: np.ndarray) -> None:
@@ -39,10 +36,11 @@ def tokens_metadata(sel: Selection) -> dict[str, str]:
 
 
 def write_outputs(texture: Texture, sel: Selection, outdir: str | Path, *, overlay: bool = True,
-                  mosaic: bool = True, tokens: bool = True, crops: bool = True, max_crops: int = 4,
-                  vlm_patch: int = 14) -> dict[str, Path]:
-    """Write ``selection.json``, ``overlay.png``, ``mosaic.png``, ``tokens.safetensors`` and ``crops/`` to
-    ``outdir``.  Returns the paths written, by name."""
+                  mosaic: bool = True, tokens: bool = True, crops: bool = True, max_crops: int | None = None,
+                  vlm: str = "openai") -> dict[str, Path]:
+    """Write ``selection.json``, ``overlay.png``, ``mosaic.png``, ``tokens.safetensors`` and ``crops/`` (the
+    pictures to send the VLM rule ``vlm``, at most ``max_crops`` besides the context) to ``outdir``.  Returns the
+    paths written, by name."""
     from safetensors.torch import save_file
 
     out = Path(outdir)
@@ -50,9 +48,11 @@ def write_outputs(texture: Texture, sel: Selection, outdir: str | Path, *, overl
     written: dict[str, Path] = {}
     doc = sel.to_dict()
     if crops:
-        plan = plan_crops(sel, max_crops=max_crops, vlm_patch=vlm_patch)
+        plan = plan_crops(sel, vlm, max_crops=max_crops)
         cdir = out / "crops"
         cdir.mkdir(exist_ok=True)
+        for old in cdir.glob("[0-9][0-9]-*.png"):  # pictures of an earlier plan written here
+            old.unlink()
         for name, arr in crop_images(texture.image, plan):
             write_png(cdir / name, arr)
         (cdir / "crops.json").write_text(json.dumps(plan.to_dict(), indent=2))

@@ -15,7 +15,7 @@ from .errors import install_error_handlers
 from .guard import Guard
 from .logs import rate_limit_logs
 from .metrics import Metrics
-from .routes import system, textures
+from .routes import prompt, system, textures
 from .settings import ServiceSettings
 
 DESCRIPTION = """Encode an image once (`POST /v1/textures`), then select a fixed budget of VLM tokens for
@@ -55,6 +55,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     app.include_router(system.router)
     app.include_router(system.metrics_router, dependencies=[Depends(require_key)])
     app.include_router(textures.router, dependencies=[Depends(require_key)])
+    app.include_router(prompt.router, dependencies=[Depends(require_key)])
     return app
 
 

@@ -64,6 +64,32 @@ class SelectIn(QueryIn):
     explain: bool = Field(False, description="Report which channels and query terms drove the chosen tokens.")
 
 
+class PromptIn(QueryIn):
+    """A question (it selects the tokens and ends the request) and the VLM rule to plan the pictures under."""
+
+    text: str = Field(min_length=1, max_length=20_000, description="The question.")
+    budget: int = Field(DEFAULT_BUDGET, ge=1, le=MAX_BUDGET, description="Tokens to select.")
+    mode: Mode = "quadtree"
+    gist: bool = Field(True, description="topk: also spend tokens on the whole image at the coarsest level.")
+    vlm: str = Field("openai", max_length=64, description="VLM rule: openai (openai:MODEL), openai-patch (:MODEL), "
+                                                         "anthropic, gemini, qwen2-vl, llava-1.5, patch:P.")
+    model: Optional[str] = Field(None, max_length=200, description="Model name written into the body (default per "
+                                                                   "rule).")
+    format: Literal["png", "jpeg"] = Field("png", description="Picture encoding in the body.")
+    max_crops: Optional[int] = Field(None, ge=1, le=64, description="At most this many crops besides the context.")
+
+
+class PromptOut(BaseModel):
+    """The request body to post to the VLM and its token ledger (``foveate prompt --json``)."""
+
+    ledger: dict = Field(description="rule, model, image_size, image_tokens, plan_tokens, uniform_tokens, saving, "
+                                     "fallback, pictures (kind, box, sent, seen, scale, option, tokens, line), ...")
+    request: dict = Field(description="The JSON body: OpenAI chat completions, Anthropic messages or Gemini "
+                                      "generateContent; for qwen2-vl the chat messages (pictures in `pictures`).")
+    pictures: Optional[list[str]] = Field(None, description="qwen2-vl: the pictures as PNG/JPEG data URLs, in message "
+                                                            "order, for the model's own processor.")
+
+
 class ImageSize(BaseModel):
     width: int
     height: int
@@ -103,22 +129,36 @@ class SelectionOut(BaseModel):
 
 
 class CropOut(BaseModel):
+    kind: Literal["context", "crop", "image", "uniform"]
     box: list[int] = Field(description="x0, y0, x1, y1 in source pixels.")
-    kind: Literal["crop", "thumbnail"]
-    width: int = Field(description="Pixels as sent.")
-    height: int
-    tokens: int = Field(description="Estimated VLM tokens: ceil(width / vlm_patch) * ceil(height / vlm_patch).")
+    sent: list[int] = Field(description="Width, height as sent.")
+    seen: list[int] = Field(description="Width, height the model sees after the provider's own resize.")
+    scale: float = Field(description="Source pixels per pixel the model sees.")
+    option: Optional[str] = Field(None, description="How it is sent (OpenAI: the detail, high or low).")
+    tokens: int = Field(description="Tokens the provider bills for it.")
+    keeps: int = Field(description="Selected tokens it shows at their selected scale.")
     image: Optional[str] = Field(None, description="The picture as a PNG data URL (omitted with images=false).")
 
 
 class CropsOut(BaseModel):
-    vlm_patch: int
-    total_tokens: int
-    full_image_tokens: int
+    """The crop plan under a VLM rule (``crops/crops.json``)."""
+
+    rule: str
+    model: str
+    image_size: list[int]
+    image_tokens: int = Field(description="The whole image as the provider takes it.")
+    plan_tokens: int
+    uniform_tokens: int = Field(description="The whole image resized uniformly to at most the plan's tokens.")
     saving: float
-    thumbnail: CropOut
-    crops: list[CropOut]
+    fallback: bool = Field(description="Nothing cheaper than the whole image keeps every token's scale: the plan is "
+                                       "the image.")
+    kept_tokens: int
+    selected_tokens: int
+    image: CropOut
+    uniform: CropOut
+    pictures: list[CropOut]
     notes: list[str]
+    timings_ms: dict[str, float]
 
 
 class Health(BaseModel):

@@ -223,23 +223,22 @@ async def tokens(request: Request, tid: TextureId, q: QueryParams) -> Response:
 
 
 @router.get("/{tid}/crops", response_model=CropsOut, responses=ERRORS,
-            summary="The fine tokens merged into a few crops plus a thumbnail, for hosted VLM APIs")
+            summary="The pictures to send a VLM under its own token rule, never more tokens than the image")
 async def crops(request: Request, tid: TextureId, q: QueryParams,
-                max_crops: int = Query(4, ge=1, le=64, description="Merge fine tokens into at most this many crops."),
-                vlm_patch: int = Query(14, ge=1, le=1024, description="The VLM's patch size (token estimates)."),
+                vlm: str = Query("openai", max_length=64, description="VLM rule: openai, anthropic, gemini, "
+                                                                      "qwen2-vl, llava-1.5, openai-patch, patch:P."),
+                max_crops: Optional[int] = Query(None, ge=1, le=64, description="At most this many crops besides "
+                                                                                "the context picture."),
                 images: bool = Query(True, description="Include each picture as a PNG data URL.")) -> dict:
     from ...render import crop_images, plan_crops
 
     def work() -> dict:
         tex, sel = _select(request, tid, q, cut=False)
-        plan = plan_crops(sel, max_crops=max_crops, vlm_patch=vlm_patch)
+        plan = plan_crops(sel, vlm, max_crops=max_crops)
         doc = plan.to_dict()
         if images:
-            pics = crop_images(tex.image, plan)  # thumbnail first, then the crops in plan order
-            urls = ["data:image/png;base64," + base64.b64encode(png_bytes(arr)).decode() for _, arr in pics]
-            doc["thumbnail"]["image"] = urls[0]
-            for c, url in zip(doc["crops"], urls[1:]):
-                c["image"] = url
+            for c, (_, arr) in zip(doc["pictures"], crop_images(tex.image, plan)):
+                c["image"] = "data:image/png;base64," + base64.b64encode(png_bytes(arr)).decode()
         return doc
 
     return await run_in_threadpool(work)
