@@ -267,16 +267,10 @@ def test_encode_dataset_validates_before_any_cluster_work(tmp_path):
         select_dataset(tmp_path, [], tmp_path / "o", vlm="a plan")
     with pytest.raises(ConfigError, match="selection mode"):
         select_dataset(tmp_path, [], tmp_path / "o", mode="best")
-    import inspect
+    from foveate.core.errors import WeightsError
 
-    from foveate.selection import select
-
-    if "weights" in inspect.signature(select).parameters:  # passed through: the next check is the dataset's
-        with pytest.raises(DatasetError, match="not a foveate textures dataset"):
-            select_dataset(tmp_path, [], tmp_path / "o", weights="trained.safetensors")
-    else:
-        with pytest.raises(ConfigError, match="takes no weights"):
-            select_dataset(tmp_path, [], tmp_path / "o", weights="trained.safetensors")
+    with pytest.raises(WeightsError, match="no weights file"):  # a bad weights file fails before the job
+        select_dataset(tmp_path, [], tmp_path / "o", weights="trained.safetensors")
     assert not (tmp_path / "o").exists()
 
 

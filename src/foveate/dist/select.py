@@ -10,7 +10,6 @@ included, as ``foveate select --json`` prints it), ``vlm`` (what the ``vlm=`` ho
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import time
@@ -126,17 +125,16 @@ def _work(queries: list[dict], index, done: set[int], budget: int, mode: str) ->
 
 
 def select_kwargs(weights, scorer) -> dict[str, Any]:
-    """What ``select`` gets besides the query: a trained ``scorer``, or ``weights`` (a name or path) passed
-    through to foveate's selection where it takes them."""
-    from ..selection import select
-
+    """What ``select`` gets besides the query: a ``scorer`` object, or relevance ``weights`` (``default``,
+    ``handset`` or a file from ``foveate train``), checked here so that a bad file fails before the job starts."""
     kw: dict[str, Any] = {}
     if scorer is not None:
         kw["scorer"] = scorer
     if weights is not None:
-        if "weights" not in inspect.signature(select).parameters:
-            raise ConfigError("this foveate's select takes no weights= yet; pass a trained Scorer as scorer=")
-        kw["weights"] = weights
+        from ..weights import load_weights
+
+        load_weights(weights)
+        kw["weights"] = str(weights)
     return kw
 
 
@@ -144,14 +142,14 @@ class SelectWorker:
     """One actor of the pool: selects for a batch of queries and writes the results as a part."""
 
     def __init__(self, textures: str, output: str, job: str, select: dict[str, Any], vlm: VlmHook | None,
-                 max_crops: int, vlm_patch: int, threads: int = 1) -> None:
+                 max_crops: int | None, rule: str, threads: int = 1) -> None:
         from ..core.texture import encode_array
         from ..core.config import EncodeConfig
         from ..selection import select as select_tokens
 
         set_threads(threads)
         self.textures, self.output, self.job, self.kw, self.vlm = textures, output, job, select, vlm
-        self.max_crops, self.vlm_patch = max_crops, vlm_patch
+        self.max_crops, self.rule = max_crops, rule
         # load MiniLM (a text question's embedding) once, before the first batch
         select_tokens(encode_array(warm_image(), EncodeConfig(preset="fast")), "total due", cut=False, **self.kw)
 
@@ -168,7 +166,7 @@ class SelectWorker:
             sel = select_tokens(tex, json.loads(item["query"]), budget=item["budget"], mode=item["mode"], cut=False,
                                 **self.kw)
             doc = sel.to_dict()
-            doc["crops"] = plan_crops(sel, max_crops=self.max_crops, vlm_patch=self.vlm_patch).to_dict()
+            doc["crops"] = plan_crops(sel, self.rule, max_crops=self.max_crops).to_dict()
             out.update(num_tokens=len(sel), selection=json.dumps(doc),
                        vlm=json.dumps(self.vlm(tex, sel)) if self.vlm is not None else None,
                        select_ms=(time.perf_counter() - t0) * 1000.0)
@@ -220,7 +218,7 @@ class SelectWorker:
 
 def select_dataset(textures: str | os.PathLike, queries, output: str | os.PathLike, *, budget: int = DEFAULT_BUDGET,
                    mode: str = "quadtree", weights: str | os.PathLike | None = None, scorer=None,
-                   vlm: VlmHook | None = None, max_crops: int = 4, vlm_patch: int = 14,
+                   vlm: VlmHook | None = None, max_crops: int | None = None, rule: str = "openai",
                    concurrency: int | tuple[int, int] | None = None, batch_size: int = 64, cpus_per_worker: int = 1,
                    address: str | None = None, progress: bool = True) -> JobSummary:
     """Answer every query of ``queries`` from the texture dataset ``textures`` and write the selections to the
@@ -230,11 +228,12 @@ def select_dataset(textures: str | os.PathLike, queries, output: str | os.PathLi
         textures: a dataset written by :func:`foveate.dist.encode_dataset` (path or URI).
         queries: see :func:`load_queries` -- rows naming a texture by ``id`` or ``source`` and a ``query``.
         budget, mode: defaults for rows without their own ``budget`` / ``mode``.
-        weights: scorer weights (a name or a path), passed through to ``select`` where this foveate takes them;
-            ``scorer``: a trained :class:`foveate.Scorer` object.
+        weights: relevance weights (``default``, ``handset`` or a file from ``foveate train``); ``scorer``: a
+            :class:`foveate.Scorer` object instead.
         vlm: a hook ``(texture, selection) -> JSON-able`` run after each selection (e.g. the crop plan a VLM
             hand-off needs); its result lands in the ``vlm`` column.
-        max_crops, vlm_patch: the crop plan in the selection document (as ``foveate select``).
+        max_crops, rule: the crop plan in the selection document, under this VLM rule (as ``foveate select
+            --vlm``; :mod:`foveate.vlm`).
         concurrency, batch_size, cpus_per_worker, address, progress: as :func:`encode_dataset`.
 
     Returns the job's :class:`JobSummary` (``selected``, ``failed`` -- a row with the error --, ``skipped``:
@@ -268,7 +267,7 @@ def select_dataset(textures: str | os.PathLike, queries, output: str | os.PathLi
             compute=pool(ray, concurrency, cpus_per_worker, len(blocks)), num_cpus=cpus_per_worker,
             udf_modifying_row_count=False,
             fn_constructor_kwargs={"textures": src, "output": out, "job": job, "select": kw, "vlm": vlm,
-                                   "max_crops": max_crops, "vlm_patch": vlm_patch, "threads": cpus_per_worker})
+                                   "max_crops": max_crops, "rule": rule, "threads": cpus_per_worker})
         summary = drain(ds, started)
         summary.deduplicated = dedupe(out, "qid")
     summary.seconds = time.time() - started
