@@ -159,6 +159,9 @@ class Texture:
     def invalidate(self) -> None:
         """Drop derived caches after the features changed (``attach``, video updates)."""
         self._cache.pop("flat", None)
+        self._cache.pop("floor_static", None)
+        for key in [k for k in self._cache if isinstance(k, tuple) and k[0] == "uniform"]:
+            self._cache.pop(key, None)  # the uniform layout's tiles (the video updates the pixels)
 
     def to(self, device: str | torch.device | None) -> Texture:
         """Move the feature tensors to ``device`` (in place; returns self)."""

@@ -51,12 +51,14 @@ def floor_features(texture: Texture, query: Query, scorer: Scorer, budget: int) 
     lines = index is not None and len(index.lines) > 0
     ranker = getattr(scorer, "text_ranker", None)
     signal = lines and query.text is not None and ranker is not None
-    legible = 0.0
-    if lines:
-        h_med = float(np.median(index.boxes[:, 3] - index.boxes[:, 1]))
-        legible = float(np.clip(math.log2(max(h_med, 1.0) / (8.0 * s)), -4.0, 4.0))
+    static = texture._cache.get("floor_static")  # what does not depend on the query or the budget
+    if static is None:
+        h_med = float(np.median(index.boxes[:, 3] - index.boxes[:, 1])) if lines else 0.0
+        share = float((texture.channel("text") > 0).mean()) if "text" in texture.channels else 0.0
+        static = texture._cache["floor_static"] = (h_med, share)
+    h_med, share = static
+    legible = float(np.clip(math.log2(max(h_med, 1.0) / (8.0 * s)), -4.0, 4.0)) if lines else 0.0
     top = float(answer_probabilities(index, query.text, ranker).max()) if signal else 0.0
-    share = float((texture.channel("text") > 0).mean()) if "text" in texture.channels else 0.0
     return {"bias": 1.0, "log_scale": math.log2(s), "print_legible": legible, "has_lines": float(lines),
             "text_signal": float(signal), "top_prob": top, "prompt": float(query.has_prompt),
             "no_query": float(query.is_empty), "log_budget_share": math.log2(budget / (gh * gw)),
