@@ -158,6 +158,12 @@ def drop_constant_channels(fields: dict, data) -> list[str]:
     return dropped
 
 
+def source_name(spec) -> str:
+    """A source as the weights file records it: ``synth:N`` as given, a folder by its name (no machine paths)."""
+    spec = str(spec)
+    return spec if spec.startswith("synth:") else Path(spec).name
+
+
 PROMPT_RULE = "hand-set (a point is the caller's own instruction; the fitted weight is reported, not used)"
 
 
@@ -270,7 +276,7 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
     timings["total"] = time.perf_counter() - t["start"]
     report["timings_s"] = {k: round(v, 1) for k, v in timings.items()}
     learned.meta = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "foveate_version": __version__,
-                    "seed": cfg.seed, "preset": cfg.preset, "sources": list(cfg.sources),
+                    "seed": cfg.seed, "preset": cfg.preset, "sources": [source_name(x) for x in cfg.sources],
                     "datasets": list(report["datasets"]), **report}
     path = learned.save(cfg.output)
     return TrainResult(learned, report, "\n\n".join(md), path, timings)
