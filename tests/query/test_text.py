@@ -143,6 +143,15 @@ def test_the_learned_ranker_puts_the_answer_first(form, form_texture):
     assert [e["probability"] for e in sel.evidence] == sorted((e["probability"] for e in sel.evidence), reverse=True)
 
 
+def test_evidence_follows_the_weights_in_use(form, form_texture):
+    q = 'What is the value of the field "Amount"?'
+    learned = foveate.select(form_texture, q, cut=False, explain=True)
+    handset = foveate.select(form_texture, q, cut=False, explain=True, weights="handset")  # same texture, after
+    assert {e["relation"] for e in learned.evidence} == {"answer"}
+    assert "answer" not in {e["relation"] for e in handset.evidence}
+    assert {e["text"]: e["relation"] for e in handset.evidence}.get("Amount:") == "match"
+
+
 def _total_due(page):
     """The value on the "Total due" row (the subtotal prints the same amount higher up)."""
     label = page.find("Total due")["box"]

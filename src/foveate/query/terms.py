@@ -44,8 +44,8 @@ class QueryTerm:
     #: weight of the map in the need for detail: a term that knows its region must be read (OCR found text
     #: there) makes the quadtree refine it even where the pixels look flat (label/value margins, light ink)
     need_weight: float = 0.0
-    #: ``fn`` takes a fourth argument, the :class:`~foveate.query.scorer.Scorer` in use (a term with learned
-    #: parts of its own reads them from it, e.g. the ``text`` term's answer ranker)
+    #: ``fn`` takes a fourth argument and ``evidence`` a third, the :class:`~foveate.query.scorer.Scorer` in use (a
+    #: term with learned parts of its own reads them from it, e.g. the ``text`` term's answer ranker)
     wants_scorer: bool = False
 
 

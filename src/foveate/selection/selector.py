@@ -208,7 +208,7 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
                     "total": (t3 - t0) * 1000},
     )
     if explain:
-        sel.evidence = _evidence(texture, q, sc.qnames, sel)
+        sel.evidence = _evidence(texture, q, sc.qnames, sel, scorer)
     return sel
 
 
@@ -259,15 +259,17 @@ def _uniform_parts(texture: Texture, sc: Scores, cfg: SelectConfig) -> dict:
                 scales=np.full(k, s, np.float64))
 
 
-def _evidence(texture: Texture, query: Query, qnames: list[str], sel: Selection) -> list[dict]:
+def _evidence(texture: Texture, query: Query, qnames: list[str], sel: Selection, scorer: Scorer) -> list[dict]:
     """Each query term's evidence (e.g. matched OCR lines), with the selected levels over each item's box:
     ``levels`` = [finest, coarsest] selected level on the level-0 tiles the box touches (-1: not covered)."""
     items = []
     level_map = sel.level_map()
     p = texture.patch_size
     for name in qnames:
-        fn = QUERY_TERMS[name].evidence
-        for item in fn(texture, query) if fn is not None else ():
+        term = QUERY_TERMS[name]
+        fn = term.evidence
+        found = () if fn is None else fn(texture, query, scorer) if term.wants_scorer else fn(texture, query)
+        for item in found:
             if "box" in item:
                 x0, y0, x1, y1 = item["box"]
                 under = level_map[int(y0) // p : max(int(y1 - 1) // p + 1, int(y0) // p + 1),

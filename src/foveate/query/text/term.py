@@ -157,16 +157,15 @@ def text_query_map(texture: Texture, query: Query, notes: list, scorer=None) -> 
     return out
 
 
-def text_evidence(texture: Texture, query: Query) -> list[dict]:
-    """For ``explain``: the OCR lines that drove the text term for this query, best first (the learned ranker's
-    five most probable lines when it drove the map, else the hand-set matches and their spread)."""
+def text_evidence(texture: Texture, query: Query, scorer=None) -> list[dict]:
+    """For ``explain``: the OCR lines that drove the text term for this query, best first (with a scorer that has
+    an answer ranker, its five most probable lines; else the hand-set matches and their spread)."""
     index = text_index(texture)
-    if index is None or query.text is None:
+    if index is None or query.text is None or not index.lines:
         return []
-    with _RECENT_LOCK:
-        learned = [v for k, v in index.recent.items() if isinstance(k, tuple) and k[2] == query.text]
-    if learned:
-        p = learned[-1]
+    ranker = getattr(scorer, "text_ranker", None)
+    if ranker is not None:
+        p = answer_probabilities(index, query.text, ranker)  # cached by the map
         top = np.argsort(-p, kind="stable")[:5]
         return [{"term": "text", "relation": "answer", "text": index.lines[j].text, "box": list(index.lines[j].box),
                  "probability": round(float(p[j]), 4)} for j in top if p[j] > 0]
