@@ -121,3 +121,25 @@ def test_probabilities_on_a_real_page(page_texture):
     best = index.lines[int(np.argmax(p))].text
     assert "1,234.50" in best  # the total due on the bundled invoice
     np.testing.assert_array_equal(p, w.ranker.probabilities(index, "How much is due in total?"))  # deterministic
+
+
+def test_two_rankers_on_one_texture_do_not_share_cached_features(page_texture):
+    """The per-page feature cache and the per-question probabilities are keyed by what they depend on: two rankers
+    with the same answer kinds but other kind embeddings (and freed one after the other) read their own numbers."""
+    from foveate.query.text.layout import text_index
+    from foveate.query.text.term import answer_probabilities
+
+    index = text_index(page_texture)
+    q = "What is the total due?"
+    got = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        kinds = np.random.default_rng(seed).normal(size=(10, 384)).astype(np.float32)
+        ranker = AnswerRanker(kind_embeddings=kinds).eval()
+        got.append(answer_probabilities(index, q, ranker).copy())
+        fresh = AnswerRanker(kind_embeddings=kinds).eval()
+        fresh.load_state_dict(ranker.state_dict())
+        index.cache.clear()
+        np.testing.assert_allclose(got[-1], fresh.probabilities(index, q), rtol=1e-5, atol=1e-7)
+        del ranker, fresh
+    assert not np.allclose(got[0], got[1])

@@ -105,7 +105,7 @@ class AnswerRanker(nn.Module):
     def features(self, index: TextIndex, text: str) -> tuple[np.ndarray, np.ndarray]:
         """The feature rows (N, F) of every line of ``index`` for question ``text``, and its embedding (384,)."""
         kinds = self._arrays()["kind_embeddings"]
-        key = ("line_features", self.kinds)
+        key = ("line_features", kinds.tobytes())  # the features depend on the embeddings, not only on their names
         lf = index.cache.get(key)
         if lf is None:
             lf = index.cache[key] = line_features(index, kinds)

@@ -93,8 +93,10 @@ def relevance_map(index: TextIndex, m: LineMatch) -> np.ndarray:
 
 
 def answer_probabilities(index: TextIndex, text: str, ranker) -> np.ndarray:
-    """The ranker's probability for every line of ``index`` (cached per question and ranker)."""
-    key = ("answer", id(ranker), text)
+    """The ranker's probability for every line of ``index`` (cached per question and ranker).  The key holds the
+    ranker itself, not its ``id``: a freed ranker's id can be reused by the next one loaded, which then read the
+    dead one's probabilities."""
+    key = ("answer", ranker, text)
     with _RECENT_LOCK:
         hit = index.recent.get(key)
     if hit is not None:
