@@ -31,6 +31,10 @@ def records(pages: list[Page], weights: dict[str, object], budgets: tuple[int, .
     weights.  Budgets below a texture's coarsest cover are skipped (as ``foveate eval`` does); ``prompts=False``
     leaves out the questions asked with a point prompt."""
     out = []
+    if gate_features:
+        from ..weights import load_weights
+
+        gated = load_weights(next(iter(weights.values())))
     for i, page in enumerate(pages):
         tex = page.texture
         size = tex.image_size
@@ -53,10 +57,7 @@ def records(pages: list[Page], weights: dict[str, object], budgets: tuple[int, .
                     break
                 rec["methods"]["uniform"] = hit(ub, uscales, s, size) + ("uniform",)
                 if gate_features:
-                    from ..weights import load_weights
-
-                    w0 = load_weights(next(iter(weights.values())))
-                    rec["features"] = floor_features(tex, Query.coerce(s.query), w0.scorer(tex.channels), budget)
+                    rec["features"] = floor_features(tex, Query.coerce(s.query), gated.scorer(tex.channels), budget)
                 out.append(rec)
         if progress:
             progress(i + 1, len(pages))

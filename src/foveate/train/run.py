@@ -194,12 +194,12 @@ def train(cfg: TrainConfig, log: Callable[[str], None] = print,
 def _train(cfg: TrainConfig, log, progress) -> TrainResult:
     from .. import __version__
 
-    t = {"start": time.perf_counter()}
+    start = time.perf_counter()
     timings: dict[str, float] = {}
     cfg.cache.mkdir(parents=True, exist_ok=True)
     folders = resolve_sources(list(cfg.sources), cfg.cache, cfg.seed)
     pages, counts = load_pages(folders, cfg.cache, EncodeConfig(preset=cfg.preset), cfg.seed, progress, cfg.prompts)
-    timings["data"] = time.perf_counter() - t["start"]
+    timings["data"] = time.perf_counter() - start
     train_p, val_p, test_p = by_split(pages, "train"), by_split(pages, "val"), by_split(pages, "test")
     log(f"{len(pages)} images ({len(train_p)} train / {len(val_p)} validation / {len(test_p)} test), "
         f"{int(counts.get('questions', 0))} questions; {int(counts.get('cached', 0))} textures from the cache, "
@@ -223,8 +223,8 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
     data = tile_rows(train_p, scorers, terms, seed=cfg.seed)
     theta = fit_poisson(data)
     fields = scorer_fields(theta, data.columns)
-    drop_constant_channels(fields, data)
-    for j, name in enumerate(terms):  # a term that never fired in training keeps its hand-set weight
+    constant = drop_constant_channels(fields, data)
+    for name in terms:  # a term that never fired in training keeps its hand-set weight
         if not np.any(data.x[:, data.columns.index(f"query:{name}")]):
             fields["query"][name] = handset.query[name]
             fields["query_need"][name] = handset.query_need[name]
@@ -250,7 +250,7 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
     val_table = hit_table(val_recs)
     val_groups = build_groups(val_p, ranker)
     report = {
-        "datasets": {f.resolve().name: {"queries_sha256": d} for f, d in zip(folders, _sets_digest(folders).values())},
+        "datasets": {name: {"queries_sha256": d} for name, d in _sets_digest(folders).items()},
         "counts": {k: (round(v, 1) if isinstance(v, float) else v) for k, v in counts.items()},
         "split": {"rule": "sha256(seed:set:image) -> train < %.1f <= val < %.1f <= test" % (
             SPLIT_SHARES[0], SPLIT_SHARES[0] + SPLIT_SHARES[1]), "seed": cfg.seed,
@@ -258,6 +258,7 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
         "objective": OBJECTIVE, "ranker": ranker_report,
         "scorer": {"poisson_rows": int(len(data.y)), "fitted_text_weight": round(fitted_text, 3),
                    "fitted_prompt_weight": round(fitted_prompt, 3), "prompt_weight": PROMPT_RULE,
+                   "constant_channels": constant,
                    "text_term_search": calibration},
         "ranker_validation": {"top1": round(top_k_accuracy(ranker, val_groups, 1), 4),
                               "top3": round(top_k_accuracy(ranker, val_groups, 3), 4), "questions": len(val_groups)},
@@ -273,7 +274,7 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
         report["test_hit"] = test_table
         md.append(format_table(test_table, ["handset", "learned", "uniform"], "Test hit % (quadtree)"))
         timings["test"] = time.perf_counter() - t0
-    timings["total"] = time.perf_counter() - t["start"]
+    timings["total"] = time.perf_counter() - start
     report["timings_s"] = {k: round(v, 1) for k, v in timings.items()}
     learned.meta = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "foveate_version": __version__,
                     "seed": cfg.seed, "preset": cfg.preset, "sources": [source_name(x) for x in cfg.sources],
