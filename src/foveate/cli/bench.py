@@ -75,6 +75,7 @@ def bench_ray(
     preset: str = typer.Option("fast", "--preset", "-p", help="Encode preset."),
     workers: str = typer.Option("1,2", "--workers", help="Ray worker counts to compare, comma-separated."),
     batch_size: int = typer.Option(16, "--batch-size", help="Images per batch (one part file)."),
+    repeats: int = typer.Option(3, "--repeats", "-n", help="Repeats of the no-Ray and Ray runs (medians reported)."),
     json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
 ) -> None:
     """Measure `encode --ray` on a local Ray cluster: images/s for each worker count against `encode --store` and
@@ -82,7 +83,7 @@ def bench_ray(
     from ..bench.dist import run_dist_bench
 
     run_dist_bench(sources, preset=preset, workers=_numbers(workers, "--workers", kind=int), batch_size=batch_size,
-                   json_path=json_path, console=out)
+                   repeats=repeats, json_path=json_path, console=out)
 
 
 @app.command("bench-prompt")
