@@ -28,6 +28,13 @@ from .common import BAD, assert_one_row_per_source, assert_same_texture, corpus 
 FAST = EncodeConfig(preset="fast")
 
 
+@pytest.fixture(autouse=True)
+def _process_threads(monkeypatch):
+    """A worker sets this process's OCR threads and overlap (it is meant to own its process): undone after each test."""
+    for name in ("FOVEATE_OCR_THREADS", "FOVEATE_ENCODE_OVERLAP"):
+        monkeypatch.setenv(name, os.environ.get(name, ""))  # recorded (set or not): restored at teardown
+
+
 def _worker(out, job, done_sources=(), done_ids=(), config=FAST) -> EncodeWorker:
     return EncodeWorker(config.to_dict(), str(out), job, {"source": "source", "location": "location", "data": None},
                         KeySet(done_sources), KeySet(done_ids))

@@ -25,14 +25,19 @@ _PATH_COLUMNS = ("path", "source", "uri")
 
 
 def set_threads(threads: int) -> None:
-    """OpenCV gets the CPUs Ray reserved for this worker (its results do not depend on the thread count).  torch
-    keeps the thread count a plain process on this node has -- Ray sets ``OMP_NUM_THREADS=1`` -- because
-    MiniLM's line embeddings (and a semantic model's features) change in the last bits with it: so a worker's
-    textures equal, bit for bit, what ``foveate encode`` writes on the same node."""
+    """OpenCV and the OCR's onnxruntime get the CPUs Ray reserved for this worker (their results do not depend on
+    the thread count), and the OCR runs beside the other channel groups only when the worker holds more than one
+    CPU: two workers on two cores, each running the OCR on every core, ran slower than one.  torch keeps the thread
+    count a plain process on this node has -- Ray sets ``OMP_NUM_THREADS=1`` -- because MiniLM's line embeddings
+    (and a semantic model's features) change in the last bits with it: so a worker's textures equal, bit for bit,
+    what ``foveate encode`` writes on the same node.  Call before the first encode (the OCR engine reads its
+    thread count when it loads)."""
     import cv2
     import torch
 
     cv2.setNumThreads(threads)
+    os.environ["FOVEATE_OCR_THREADS"] = str(threads)
+    os.environ["FOVEATE_ENCODE_OVERLAP"] = "1" if threads > 1 else "0"
     torch.set_num_threads(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
