@@ -37,7 +37,11 @@ FLOOR_FEATURES = (
     "no_query",          # the query is empty
     "log_budget_share",  # log2(budget / level-0 tiles)
     "text_share",        # share of level-0 tiles holding text
+    "signal_text_share",  # text_signal x log2(text_share, floored at 1/256): a question read on a few stray lines
 )
+
+#: ``text_share`` below this counts as this much in ``signal_text_share``
+MIN_TEXT_SHARE = 1.0 / 256
 
 
 def floor_features(texture: Texture, query: Query, scorer: Scorer, budget: int) -> dict[str, float]:
@@ -62,7 +66,7 @@ def floor_features(texture: Texture, query: Query, scorer: Scorer, budget: int) 
     return {"bias": 1.0, "log_scale": math.log2(s), "print_legible": legible, "has_lines": float(lines),
             "text_signal": float(signal), "top_prob": top, "prompt": float(query.has_prompt),
             "no_query": float(query.is_empty), "log_budget_share": math.log2(budget / (gh * gw)),
-            "text_share": share}
+            "text_share": share, "signal_text_share": float(signal) * math.log2(max(share, MIN_TEXT_SHARE))}
 
 
 def floor_margin(weights: dict[str, float], features: dict[str, float]) -> float:

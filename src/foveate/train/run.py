@@ -32,14 +32,15 @@ from ..query.terms import QUERY_TERMS
 from ..weights import Weights
 from .data import Page, by_split, load_pages, resolve_sources
 from .evaluate import format_table, hit_table, records
-from .floor import fit_gate, gate_accuracy, gate_data
+from .floor import choose_gate
 from .ranker import build_groups, fit_ranker, top_k_accuracy
 from .tiles import fit_poisson, scorer_fields, tile_rows
 
 OBJECTIVE = ("ranker: listwise cross-entropy over a page's OCR lines (uniform target over the answer lines); "
              "scorer: Poisson regression of the oracle's per-tile split priority (area of not-yet-legible answer "
              "boxes) on [mean | max] channels, query maps (cross-fitted ranker) and a per-level prior; floor: "
-             "weighted logistic regression of 'foveated beats uniform' on (question, budget) pairs")
+             "weighted logistic regression of 'foveated beats uniform' on (question, budget) pairs, ties labelled "
+             "uniform (the weights of ties and of legible coverage by cross-validation over the training images)")
 
 
 @dataclass(frozen=True)
@@ -236,10 +237,10 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
     t0 = time.perf_counter()
     log("floor: the uniform-floor gate on the training split's (question, budget) pairs")
     recs = records(train_p, {"learned": learned}, cfg.budgets, floor="off", gate_features=True)
-    gx, gy, gw = gate_data(recs, "learned")
-    learned.floor = fit_gate(gx, gy, gw)
+    learned.floor, gate_report = choose_gate(recs, "learned", seed=cfg.seed)
     learned._scorers.clear()
-    gate_train_acc = gate_accuracy(learned.floor, gx, gy, gw)
+    log(f"floor: legible {gate_report['chosen']['legible']}, tie {gate_report['chosen']['tie']} by "
+        f"{gate_report['folds']}-fold cross-validation on the training images")
     timings["floor"] = time.perf_counter() - t0
     fitted_prompt = keep_handset_prompt(learned, handset)
 
@@ -262,7 +263,7 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
                    "text_term_search": calibration},
         "ranker_validation": {"top1": round(top_k_accuracy(ranker, val_groups, 1), 4),
                               "top3": round(top_k_accuracy(ranker, val_groups, 3), 4), "questions": len(val_groups)},
-        "floor": {"train_pairs": int(len(gx)), "train_accuracy": round(gate_train_acc, 4)},
+        "floor": gate_report,
         "budgets": list(cfg.budgets), "validation_hit": val_table,
     }
     timings["validation"] = time.perf_counter() - t0
