@@ -9,8 +9,9 @@ gate that ignored ties foveated on a few tie-like questions and lost some).  Eve
 (a set where the uniform layout tends to win, photos, is not outvoted by the many document questions where
 foveating wins).  Decision at margin 0.
 
-``legible`` and ``tie`` are chosen by :func:`choose_gate`: k-fold cross-validation over the training images
-(never the validation split), fewest held-out questions below the uniform layout first, then the highest mean hit.
+``legible`` and ``tie`` are chosen by :func:`choose_gate` from :data:`GATE_GRID`: k-fold cross-validation over the
+training images (never the validation split), fewest held-out questions below the uniform layout first, then the
+highest mean hit.
 """
 
 from __future__ import annotations
@@ -23,8 +24,12 @@ import torch
 
 from ..selection.floor import FLOOR_FEATURES
 
-#: (legible, tie) pairs :func:`choose_gate` compares
-GATE_GRID = ((0.25, 0.0), (0.25, 0.1), (0.25, 0.25), (0.0, 0.1), (0.0, 0.25))
+#: (legible, tie) pairs :func:`choose_gate` compares.  Legible coverage does not count (the floor's promise is
+#: about hits: a gate that also chased coverage foveated on photos where it gained coverage and lost hits), and a tie
+#: weighs at least a quarter of a hit (with less, or with coverage counted, the gate of a run trained without
+#: WildReceipt left the held-out photos one or two questions below the uniform layout, while cross-validation on its
+#: training images showed no loss: the held-out check is too coarse to choose among weaker settings)
+GATE_GRID = ((0.0, 0.25), (0.0, 0.5))
 
 
 def gate_data(recs: list[dict], method: str, legible: float = 0.25,

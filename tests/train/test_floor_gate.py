@@ -1,0 +1,82 @@
+"""The uniform-floor gate's fit (:mod:`foveate.train.floor`) on hand-built (question, budget) records: ties go to
+the uniform layout, each set weighs the same, and the cross-validated choice never picks a setting that loses
+held-out questions to the uniform layout when another does not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from foveate.selection.floor import FLOOR_FEATURES, floor_margin
+from foveate.train.floor import GATE_GRID, choose_gate, fit_gate, gate_data, gated_hits
+
+
+def _rec(set_name: str, image: str, f_hit: bool, u_hit: bool, f_leg: float = 0.0, u_leg: float = 0.0,
+         **features: float) -> dict:
+    feats = {k: 0.0 for k in FLOOR_FEATURES}
+    feats.update(bias=1.0, **features)
+    return {"set": set_name, "image": image, "budget": 64, "features": feats,
+            "methods": {"learned": (f_hit, f_leg, "quadtree"), "uniform": (u_hit, u_leg, "uniform")}}
+
+
+def _corpus(n: int = 40, seed: int = 0) -> list[dict]:
+    """Pages (text_share 0.3): foveating wins.  Photos (no text): ties, a few losses, fewer wins."""
+    rng = np.random.default_rng(seed)
+    recs = []
+    for i in range(n):
+        recs.append(_rec("pages", f"p{i}", True, False, 0.9, 0.1, has_lines=1.0, text_share=0.3))
+        for j in range(3):
+            r = rng.random()
+            f_hit, u_hit = (True, False) if r < 0.1 else (False, True) if r < 0.3 else (True, True)
+            recs.append(_rec("photos", f"c{i}", f_hit, u_hit, 0.5, 0.5 + 0.02 * (j - 1)))
+    return recs
+
+
+def test_ties_become_uniform_labels_only_when_weighted():
+    recs = [_rec("a", "x", True, True, has_lines=1.0), _rec("a", "y", True, False, has_lines=1.0)]
+    x, y, w = gate_data(recs, "learned", legible=0.0, tie=0.0)
+    assert len(x) == 1 and y.tolist() == [1.0]
+    x, y, w = gate_data(recs, "learned", legible=0.0, tie=0.25)
+    assert len(x) == 2 and sorted(y.tolist()) == [0.0, 1.0]
+    assert w[y == 0][0] == pytest.approx(w[y == 1][0] * 0.25)  # the tie weighs a quarter of a hit
+
+
+def test_each_set_weighs_the_same_in_total():
+    recs = [_rec("big", f"b{i}", True, False) for i in range(30)] + [_rec("small", "s", False, True)]
+    x, y, w = gate_data(recs, "learned")
+    assert w[:30].sum() == pytest.approx(w[30:].sum())
+
+
+def test_missing_features_count_as_zero():
+    rec = _rec("a", "x", True, False)
+    del rec["features"]["signal_text_share"]
+    x, _, _ = gate_data([rec], "learned")
+    assert x[0, FLOOR_FEATURES.index("signal_text_share")] == 0.0
+
+
+def test_gate_trained_with_ties_sends_textless_photos_to_uniform_and_keeps_pages():
+    recs = _corpus()
+    weights = fit_gate(*gate_data(recs, "learned", legible=0.0, tie=0.25))
+    page, photo = recs[0]["features"], recs[1]["features"]
+    assert floor_margin(weights, page) > 0 > floor_margin(weights, photo)
+    hits = gated_hits(weights, recs, "learned")
+    g, u, n = hits[("photos", 64)]
+    assert g == u  # the photos get exactly the uniform layout
+    g, u, n = hits[("pages", 64)]
+    assert g == n and u == 0
+
+
+def test_choose_gate_picks_a_setting_that_loses_nothing_held_out():
+    recs = _corpus()
+    weights, report = choose_gate(recs, "learned", folds=4)
+    assert len(report["grid"]) == len(GATE_GRID)
+    chosen = next(s for s in report["grid"] if (s["legible"], s["tie"]) == (report["chosen"]["legible"],
+                                                                                report["chosen"]["tie"]))
+    assert chosen["below_uniform"] == min(s["below_uniform"] for s in report["grid"])
+    assert chosen["below_uniform"] == 0  # the corpus is separable by has_lines: some setting loses nothing
+    assert set(weights) == set(FLOOR_FEATURES)
+
+
+def test_choose_gate_is_deterministic():
+    recs = _corpus(seed=3)
+    assert choose_gate(recs, "learned") == choose_gate(recs, "learned")
