@@ -173,7 +173,8 @@ def test_two_questions_select_different_tiles(page, page_texture, weights):
 
 
 def test_an_unsure_ranker_says_so(page_texture):
-    sel = foveate.select(page_texture, "xylophone quarantine zeppelin", cut=False)
+    # a question about what the picture shows: the answer is written on no line (the ranker's no-line option)
+    sel = foveate.select(page_texture, "Is there a dog in this picture?", cut=False)
     assert any("no OCR line looks like the answer" in n for n in sel.notes)
     sure = foveate.select(page_texture, "What is the total due?", cut=False)
     assert not any("no OCR line" in n for n in sure.notes)
@@ -203,7 +204,8 @@ def test_bad_or_odd_queries_give_a_selection(page_texture, query):
     sel = foveate.select(page_texture, query, cut=False)
     assert 0 < len(sel) <= 273
     if not query.strip():
-        assert sel.query.text is None and not sel.notes
+        # no note about the query (the uniform floor may still say it chose the whole image)
+        assert sel.query.text is None and not [n for n in sel.notes if not n.startswith("uniform floor")]
     if len(query) > foveate.query.query.MAX_QUERY_CHARS:
         assert any("truncated" in n for n in sel.notes)
     if query == "🧾 total due":

@@ -127,17 +127,20 @@ def test_topk_pruning_keeps_k_and_finds_a_peak_region():
 def test_select_invariants_on_real_textures(page_texture, photo_texture):
     for tex in (page_texture, photo_texture):
         h, w = tex.image_size
-        for mode in ("quadtree", "topk"):
+        for mode, floor in (("quadtree", "auto"), ("quadtree", "off"), ("topk", "auto")):
             for budget in (20, 64, 273, 576):
-                sel = select(tex, None, budget, mode=mode)
+                sel = select(tex, None, budget, mode=mode, floor=floor)  # auto: the uniform floor may answer
                 assert 0 < len(sel) <= budget
                 assert (sel.boxes[:, 0] >= 0).all() and (sel.boxes[:, 1] >= 0).all()
                 assert (sel.boxes[:, 2] <= w).all() and (sel.boxes[:, 3] <= h).all()
                 assert (sel.boxes[:, 2] > sel.boxes[:, 0]).all() and (sel.boxes[:, 3] > sel.boxes[:, 1]).all()
                 assert ((sel.centers >= 0) & (sel.centers <= 1)).all()
                 assert sel.patches.shape == (len(sel), 3, tex.patch_size, tex.patch_size)
+                if mode == "quadtree" and floor == "off":
+                    assert sel.layout == "pyramid"
                 if mode == "quadtree":
-                    assert (_cover_counts(zip(sel.levels, sel.rows, sel.cols), tex.level_shapes) == 1).all()
+                    if sel.layout == "pyramid":
+                        assert (_cover_counts(zip(sel.levels, sel.rows, sel.cols), tex.level_shapes) == 1).all()
                 else:
                     assert len(sel) == budget  # topk spends the budget exactly
                     n_gist = tex.level_shapes[-1][0] * tex.level_shapes[-1][1]
@@ -146,7 +149,7 @@ def test_select_invariants_on_real_textures(page_texture, photo_texture):
 
 def test_tokens_are_area_resampled_pixels(photo_texture):
     tex = photo_texture
-    sel = select(tex, None, 100, mode="quadtree")
+    sel = select(tex, None, 100, mode="quadtree", floor="off")  # pyramid tokens (the uniform layout: test_uniform)
     img = tex.image.astype(np.float64)
     for i in range(len(sel)):
         lvl = int(sel.levels[i])

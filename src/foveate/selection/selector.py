@@ -159,9 +159,11 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
         tiles = quadtree_select(sc.score, sc.need, cfg.budget, cfg.area_exponent, cfg.min_level,
                                 prior=scorer.prior(n_levels))
         gist = np.zeros(len(tiles), bool)
-        # the gate is not asked at a budget that reaches full resolution (nothing beats it), nor for a query the
-        # semantic channels answer (the gate was trained without them)
-        if cfg.floor == "auto" and cfg.budget < shapes[0][0] * shapes[0][1] and "semantic" not in sc.qnames:
+        # the gate is not asked at a budget that reaches full resolution (nothing beats it), for a query with points
+        # or boxes (the caller said where to look: the floor never overrides it), nor for a query the semantic
+        # channels answer (the gate was trained without them)
+        if (cfg.floor == "auto" and cfg.budget < shapes[0][0] * shapes[0][1] and not q.has_prompt
+                and "semantic" not in sc.qnames):
             take, margin = prefer_uniform(texture, q, scorer, cfg.budget)
             if take:
                 layout = "uniform"
