@@ -8,7 +8,8 @@ budget) the gate reads a few features of the situation (:func:`floor_features`) 
 ``foveate train`` on the training split (:mod:`foveate.train.floor`): per query and budget, did the foveated
 selection make the answer legible where the uniform layout did not, or the other way round.
 
-Scorers without a gate (the hand-set weights) never take the floor; ``SelectConfig(floor="off")`` turns it off.
+Scorers without a gate (the hand-set weights) never take the floor, nor does a query with points or boxes (the caller
+said where to look); ``SelectConfig(floor="off")`` turns it off.
 """
 
 from __future__ import annotations
