@@ -22,7 +22,7 @@ from collections import defaultdict
 import numpy as np
 import torch
 
-from ..selection.floor import FLOOR_FEATURES
+from ..selection.floor import FLOOR_FEATURES, floor_margin
 
 #: (legible, tie) pairs :func:`choose_gate` compares.  Legible coverage does not count (the floor's promise is
 #: about hits: a gate that also chased coverage foveated on photos where it gained coverage and lost hits), and a tie
@@ -32,8 +32,8 @@ from ..selection.floor import FLOOR_FEATURES
 GATE_GRID = ((0.0, 0.25), (0.0, 0.5))
 
 
-def gate_data(recs: list[dict], method: str, legible: float = 0.25,
-              tie: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def gate_data(recs: list[dict], method: str, legible: float = 0.0,
+              tie: float = 0.25) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(X (R, F), label (R,), weight (R,)) from records with ``features`` (see ``evaluate.records``)."""
     xs, ys, ws, sets = [], [], [], []
     for r in recs:
@@ -91,7 +91,7 @@ def gated_hits(weights: dict[str, float], recs: list[dict], method: str) -> dict
     """Per (set, budget): [questions hit by the gated selection, by the uniform layout, questions]."""
     out: dict[tuple[str, int], list[int]] = defaultdict(lambda: [0, 0, 0])
     for r in recs:
-        margin = sum(weights.get(k, 0.0) * v for k, v in r["features"].items())
+        margin = floor_margin(weights, r["features"])
         u_hit = int(r["methods"]["uniform"][0])
         cell = out[(r["set"], r["budget"])]
         cell[0] += int(r["methods"][method][0]) if margin >= 0 else u_hit
