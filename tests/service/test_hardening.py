@@ -414,3 +414,34 @@ def test_budget_checked_from_the_image_size_before_decoding(tmp_path):
         r = subprocess.run(cli + args, capture_output=True, text=True, timeout=60)
         assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
         assert f"below the {tiles} tiles of the coarsest level" in r.stderr and "topk" in r.stderr, r.stderr
+
+
+_ORPHAN_PARENT = """
+import asyncio, os, sys
+from foveate.service.engine import EncodePool
+pool = EncodePool("process", 1, 1, 1)
+print(asyncio.run(pool.run(os.getpid)), flush=True)  # the worker's pid, once it is up
+os._exit(0)  # a server dying without any shutdown (as under SIGKILL)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state not in ("Z", "X")  # a zombie has exited
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_process_workers_exit_when_their_server_dies_without_a_shutdown(tmp_path):
+    log = tmp_path / "parent.log"
+    with open(log, "w") as f:  # a file, not a pipe: an orphaned worker would hold a pipe open
+        rc = subprocess.run([sys.executable, "-c", _ORPHAN_PARENT], stdout=f, stderr=subprocess.STDOUT,
+                            timeout=180).returncode
+    assert rc == 0, log.read_text()
+    worker = int(log.read_text().split()[-1])
+    deadline = time.monotonic() + 15
+    while _alive(worker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(worker), f"encode worker {worker} outlived its server"

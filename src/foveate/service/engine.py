@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from collections import OrderedDict
@@ -51,10 +52,24 @@ def _worker_store(path: str) -> TextureStore:
         return _worker_stores[path]
 
 
+#: seconds between a process worker's checks that its server is still alive
+PARENT_CHECK_S = 1.0
+
+
+def _exit_with_parent(parent: int) -> None:
+    """End this worker once its server is gone.  A server killed without a shutdown (SIGKILL, a crash) leaves its
+    workers waiting forever on a queue whose other ends they hold themselves: they would live on, ~250 MB each."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_S)
+    os._exit(0)
+
+
 def _warm_worker(torch_threads: int) -> None:
-    """Process workers: import and run the encoder once, so the first real job does not pay for it."""
+    """Process workers: exit with the server, then import and run the encoder once, so the first real job does not
+    pay for it."""
     import torch
 
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), name="foveate-parent-watch", daemon=True).start()
     torch.set_num_threads(torch_threads)
     encode_array(np.zeros((64, 64, 3), np.uint8), EncodeConfig(preset="fast"), device="cpu")
 
