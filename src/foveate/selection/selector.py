@@ -155,22 +155,22 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
     shapes = texture.level_shapes
     n_levels = len(shapes)
     layout = "uniform" if cfg.mode == "uniform" else "pyramid"
-    if cfg.mode == "quadtree":
+    # the gate is asked before the quadtree runs (its answer does not depend on the tiles), and not at a budget that
+    # reaches full resolution (nothing beats it), for a query with points or boxes (the caller said where to look:
+    # the floor never overrides it), nor for a query the semantic channels answer (the gate was trained without them)
+    if (cfg.mode == "quadtree" and cfg.floor == "auto" and cfg.budget < shapes[0][0] * shapes[0][1]
+            and not q.has_prompt and "semantic" not in sc.qnames):
+        take, margin = prefer_uniform(texture, q, scorer, cfg.budget)
+        if take:
+            layout = "uniform"
+            notes.append(f"uniform floor: at {cfg.budget} tokens the learned gate expects the whole image "
+                         f"resized to fit the budget to beat a foveated selection here (margin {margin:.2f}); "
+                         "floor='off' always foveates")
+    if layout == "pyramid" and cfg.mode == "quadtree":
         tiles = quadtree_select(sc.score, sc.need, cfg.budget, cfg.area_exponent, cfg.min_level,
                                 prior=scorer.prior(n_levels))
         gist = np.zeros(len(tiles), bool)
-        # the gate is not asked at a budget that reaches full resolution (nothing beats it), for a query with points
-        # or boxes (the caller said where to look: the floor never overrides it), nor for a query the semantic
-        # channels answer (the gate was trained without them)
-        if (cfg.floor == "auto" and cfg.budget < shapes[0][0] * shapes[0][1] and not q.has_prompt
-                and "semantic" not in sc.qnames):
-            take, margin = prefer_uniform(texture, q, scorer, cfg.budget)
-            if take:
-                layout = "uniform"
-                notes.append(f"uniform floor: at {cfg.budget} tokens the learned gate expects the whole image "
-                             f"resized to fit the budget to beat a foveated selection here (margin {margin:.2f}); "
-                             "floor='off' always foveates")
-    elif cfg.mode == "topk":
+    elif layout == "pyramid":  # topk
         stage_levels = tuple(sorted({min(lvl, n_levels - 1) for lvl in cfg.topk_levels}, reverse=True))
         cands = cfg.topk_candidates
         if cands is not None and len(stage_levels) != len(cfg.topk_levels):
