@@ -19,6 +19,14 @@ def _cover_error(budget: int, gh: int, gw: int, size: str = "") -> BudgetError:
         "encode with more levels (max_levels) or use mode 'topk'")
 
 
+def require_cover(shapes: list[tuple[int, int]], budget: int) -> None:
+    """Raise ``BudgetError`` when ``budget`` cannot cover the coarsest of the pyramid's level ``shapes``: every
+    quadtree selection starts from that cover."""
+    gh, gw = shapes[-1]
+    if budget < gh * gw:
+        raise _cover_error(budget, gh, gw)
+
+
 def check_cover(image_size: tuple[int, int], patch: int, max_levels: int, budget: int) -> None:
     """Raise the quadtree's ``BudgetError`` from the image size alone -- before decoding or encoding anything --
     when ``budget`` cannot cover the coarsest level of an (H, W) image (a 64 MP photo or a 1 x 1,000,000 strip
@@ -54,8 +62,7 @@ def quadtree_select(score: list[np.ndarray], need: list[np.ndarray], budget: int
     shapes = [s.shape for s in score]
     top = len(shapes) - 1
     gh, gw = shapes[top]
-    if budget < gh * gw:
-        raise _cover_error(budget, gh, gw)
+    require_cover(shapes, budget)
     log2a = math.log(2.0) * area_exponent
     # log-priority = score + log(need) + level * area_exponent * ln 2 + prior[level], as nested lists for fast
     # scalar access (level 0 and levels at or below min_level are never split: no priorities needed there)

@@ -30,7 +30,7 @@ from ..core.texture import Texture
 from ..query.query import MAX_QUERY_CHARS, Query
 from ..query.scorer import Scorer, default_scorer
 from ..query.terms import QUERY_TERMS, query_maps
-from .quadtree import quadtree_select
+from .quadtree import quadtree_select, require_cover
 from .selection import Selection
 from .floor import prefer_uniform
 from .topk import topk_select, topk_split
@@ -158,6 +158,8 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
     # the gate is asked before the quadtree runs (its answer does not depend on the tiles), and not at a budget that
     # reaches full resolution (nothing beats it), for a query with points or boxes (the caller said where to look:
     # the floor never overrides it), nor for a query the semantic channels answer (the gate was trained without them)
+    if cfg.mode == "quadtree":
+        require_cover(shapes, cfg.budget)  # a budget the quadtree cannot start from is an error, floor or not
     if (cfg.mode == "quadtree" and cfg.floor == "auto" and cfg.budget < shapes[0][0] * shapes[0][1]
             and not q.has_prompt and "semantic" not in sc.qnames):
         take, margin = prefer_uniform(texture, q, scorer, cfg.budget)
