@@ -4,7 +4,8 @@
 
 Prints the median forward time with ``transformers``' eager and SDPA attention (and their largest difference), the
 share of ``torch.profiler``'s self CPU time per op over 20 passes, and the time of one 15x384 by 384x1536 linear layer
-(MiniLM's feed-forward shape for a 15-token question).  Backs the figures in BENCHMARKS.md ("Learned relevance: what
+(MiniLM's feed-forward shape for a 15-token question), then the onnxruntime encoder foveate embeds questions with
+(``foveate.query.text.query_onnx``), tokenizer and pooling included.  Backs the figures in BENCHMARKS.md ("Learned relevance: what
 select costs").
 """
 
@@ -68,6 +69,25 @@ def main() -> None:
         torch.nn.functional.linear(x, w)
     us = (time.perf_counter() - t0) * 1000.0
     print(f"one 15x384 by 384x1536 linear: {us:.1f} us ({2 * 15 * 384 * 1536 / us / 1e3:.1f} GFLOP/s)")
+
+    # what foveate embeds a question with: the same network exported to onnxruntime (one thread), pooling included
+    from foveate.query.text.embed import embed_texts
+    from foveate.query.text.query_onnx import query_encoder
+
+    enc = query_encoder()
+    if enc is None:
+        print("onnxruntime query encoder: not available here (see the log line above)")
+        return
+    for q in questions[:5]:
+        enc(q)
+    ts = []
+    for q in questions:
+        t0 = time.perf_counter()
+        enc(q)
+        ts.append((time.perf_counter() - t0) * 1000.0)
+    diff = max(float(abs(enc(q) - embed_texts([q])[0]).max()) for q in questions[:10])
+    print(f"onnxruntime (foveate.query.text.query_onnx), tokenizer and pooling included: {statistics.median(ts):.2f} ms "
+          f"median; largest difference from the torch embedding {diff:.1e}")
 
 
 if __name__ == "__main__":

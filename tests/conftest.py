@@ -1,11 +1,25 @@
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "src" / "foveate" / "examples"
+
+# foveate's own cache (the exported query encoder, foveate.query.text.query_onnx): one per test session, shared with
+# the subprocesses the tests start, removed at the end -- tests never write to the user's ~/.cache/foveate
+_OWN_CACHE = None
+if not os.environ.get("FOVEATE_CACHE"):
+    _OWN_CACHE = os.environ["FOVEATE_CACHE"] = tempfile.mkdtemp(prefix="foveate-test-cache-")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _OWN_CACHE:
+        shutil.rmtree(_OWN_CACHE, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

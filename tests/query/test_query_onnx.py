@@ -1,0 +1,87 @@
+"""The onnxruntime query encoder against the torch model it was exported from (the reference), its cache, and
+what happens when it cannot be set up."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from foveate.core.errors import ConfigError
+from foveate.query.text import query_onnx as Q
+from foveate.query.text.embed import _embed_query_cached, embed_query, embed_texts
+
+TEXTS = ["What is the total due?", "Who issued it?", "date", "x", "", "   ", "TOTAL: $1,234.56 (incl. VAT 19%)",
+         "Größe, Preis: 12,50 € — naïve café", "名前と住所", "line\nbreak\ttab", "word " * 400,
+         "supercalifragilisticexpialidocious antidisestablishmentarianism"]
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    enc = Q.query_encoder()
+    assert enc is not None, "the onnxruntime query encoder could not be set up here"
+    return enc
+
+
+def test_matches_torch(encoder):
+    for t in TEXTS:
+        got, want = encoder(t), embed_texts([t])[0]
+        assert got.shape == (384,) and got.dtype == np.float32
+        np.testing.assert_allclose(got, want, atol=Q.MAX_DIFF, err_msg=repr(t[:30]))
+        assert abs(float(np.linalg.norm(got)) - 1.0) < 1e-5
+
+
+def test_embed_query_uses_it(encoder):
+    _embed_query_cached.cache_clear()
+    q = "When was the agreement signed, and by whom?"
+    np.testing.assert_array_equal(embed_query(q), encoder(q))
+    np.testing.assert_allclose(embed_query(q), embed_texts([q])[0], atol=Q.MAX_DIFF)
+
+
+def test_cached_export_is_reused(encoder, monkeypatch):
+    monkeypatch.setattr(Q, "_export", lambda *a: pytest.fail("exported again although the cache holds one"))
+    again = Q._build(Q.cache_root())
+    assert again.folder == encoder.folder
+    assert (again.folder / "verified.json").is_file()
+
+
+def test_corrupt_cache_is_exported_again(tmp_path, encoder):
+    import shutil
+
+    root = tmp_path / "cache"
+    shutil.copytree(encoder.folder.parent.parent, root)
+    (root / "query-encoder" / encoder.folder.name / "model.onnx").write_bytes(b"\x00not a model")
+    rebuilt = Q._build(root)
+    np.testing.assert_allclose(rebuilt("What is the total?"), encoder("What is the total?"), atol=1e-6)
+
+
+def test_choice(monkeypatch, tmp_path, caplog):
+    def broken(*a):
+        raise RuntimeError("no exporter here")
+
+    monkeypatch.setenv("FOVEATE_CACHE", str(tmp_path))
+    monkeypatch.setattr(Q, "_export", broken)
+    try:
+        monkeypatch.setenv("FOVEATE_QUERY_ENCODER", "torch")
+        Q.query_encoder.cache_clear()
+        assert Q.query_encoder() is None
+        monkeypatch.setenv("FOVEATE_QUERY_ENCODER", "sometimes")
+        Q.query_encoder.cache_clear()
+        with pytest.raises(ConfigError, match="FOVEATE_QUERY_ENCODER"):
+            Q.query_encoder()
+        monkeypatch.setenv("FOVEATE_QUERY_ENCODER", "onnx")
+        Q.query_encoder.cache_clear()
+        with pytest.raises(ConfigError, match="no exporter here"):
+            Q.query_encoder()
+        monkeypatch.setenv("FOVEATE_QUERY_ENCODER", "auto")
+        Q.query_encoder.cache_clear()
+        with caplog.at_level(logging.WARNING, logger="foveate.query"):
+            assert Q.query_encoder() is None  # falls back to torch, says why
+        assert "no exporter here" in caplog.text
+        assert not list((tmp_path / "query-encoder").glob(".export-*"))  # the failed export left nothing behind
+        _embed_query_cached.cache_clear()
+        np.testing.assert_allclose(embed_query("What is the total?"), embed_texts(["What is the total?"])[0], atol=1e-6)
+    finally:
+        Q.query_encoder.cache_clear()
+        _embed_query_cached.cache_clear()
