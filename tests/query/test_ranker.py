@@ -143,3 +143,38 @@ def test_two_rankers_on_one_texture_do_not_share_cached_features(page_texture):
         np.testing.assert_allclose(got[-1], fresh.probabilities(index, q), rtol=1e-5, atol=1e-7)
         del ranker, fresh
     assert not np.allclose(got[0], got[1])
+
+
+def _random_ranker(seed: int, kinds: np.ndarray) -> AnswerRanker:
+    torch.manual_seed(seed)
+    r = AnswerRanker(kind_embeddings=kinds)
+    with torch.no_grad():
+        for p in r.parameters():
+            p.normal_(0, 0.3)
+    return r.eval()
+
+
+def test_ensemble_averages_its_members_probabilities(page_texture):
+    from foveate.query.text.layout import text_index
+    from foveate.query.text.ranker import RankerEnsemble
+
+    kinds = np.random.default_rng(0).normal(size=(10, 384)).astype(np.float32)
+    members = [_random_ranker(s, kinds) for s in (0, 1, 2)]
+    ens = RankerEnsemble(members).eval()
+    index = text_index(page_texture)
+    q = "Who issued the invoice?"
+    rows, eq = members[0].features(index, q)
+    with torch.no_grad():  # the reference: each member's torch softmax over lines and the no-line option
+        soft = [torch.softmax(m(torch.from_numpy(rows), torch.from_numpy(eq)), 0).numpy() for m in members]
+    want = np.mean(soft, 0)
+    np.testing.assert_allclose(ens.probabilities(index, q), want[:-1], rtol=1e-4, atol=1e-6)
+    e = np.exp(ens.logits(rows, eq))
+    np.testing.assert_allclose(e / e.sum(), want, rtol=1e-4, atol=1e-6)  # a softmax of its logits is the mean
+    one = RankerEnsemble(members[:1])
+    np.testing.assert_allclose(one.probabilities(index, q), members[0].probabilities(index, q), rtol=1e-5, atol=1e-7)
+    assert ens.config()["members"] == 3
+    with pytest.raises(ValueError):
+        RankerEnsemble([])
+    other = AnswerRanker(kind_embeddings=kinds, hidden=16)
+    with pytest.raises(ValueError, match="different features"):
+        RankerEnsemble([members[0], other])

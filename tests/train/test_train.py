@@ -66,3 +66,24 @@ def test_bad_sources_are_clear_errors(tmp_path):
         train(TrainConfig((str(tmp_path),), tmp_path / "w.safetensors", cache=tmp_path / "c"), log=lambda m: None)
     with pytest.raises(DatasetError, match="synth:N"):
         train(TrainConfig(("synth:many",), tmp_path / "w.safetensors", cache=tmp_path / "c"), log=lambda m: None)
+
+
+@pytest.mark.slow
+def test_several_rankers_are_averaged(tiny_run, tmp_path):
+    """``--rankers 2``: two rankers from consecutive seeds, each its own; the file keeps both and loads them back."""
+    from foveate.core.config import EncodeConfig
+    from foveate.query.text.ranker import RankerEnsemble
+    from foveate.train.data import by_split, load_pages, resolve_sources
+    from foveate.train.ranker import fit_rankers
+
+    cfg, _ = tiny_run
+    pages, _ = load_pages(resolve_sources(list(cfg.sources), cfg.cache, 0), cfg.cache, EncodeConfig(preset=cfg.preset), 0)
+    ens, report = fit_rankers(by_split(pages, "train"), seed=0, members=2, max_epochs=2, log=lambda *_: None)
+    assert isinstance(ens, RankerEnsemble) and [m["seed"] for m in report["members"]] == [0, 1]
+    a, b = (m.state_dict() for m in ens.members)
+    assert not np.array_equal(a["layer.weight"].numpy(), b["layer.weight"].numpy())
+    import dataclasses
+
+    w = dataclasses.replace(Weights.load(cfg.output), ranker=ens, _scorers={})
+    back = Weights.load(w.save(tmp_path / "two.safetensors"))
+    assert isinstance(back.ranker, RankerEnsemble) and back.ranker.config()["members"] == 2

@@ -41,6 +41,27 @@ def test_round_trip_gives_the_same_selections(tmp_path, page_texture):
         assert a.layout == b.layout
 
 
+def test_an_ensemble_of_rankers_round_trips(tmp_path, page_texture):
+    import dataclasses
+
+    from foveate.query.text.layout import text_index
+    from foveate.query.text.ranker import AnswerRanker, RankerEnsemble
+
+    kinds = np.random.default_rng(0).normal(size=(10, 384)).astype(np.float32)
+    members = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        members.append(AnswerRanker(kind_embeddings=kinds).eval())
+    w = dataclasses.replace(_learned_like(), ranker=RankerEnsemble(members).eval(), _scorers={})
+    back = Weights.load(w.save(tmp_path / "ens.safetensors"))
+    assert isinstance(back.ranker, RankerEnsemble) and len(back.ranker.members) == 2
+    index = text_index(page_texture)
+    q = "What is the total due?"
+    np.testing.assert_array_equal(back.ranker.probabilities(index, q), w.ranker.probabilities(index, q))
+    a, b = select(page_texture, q, 144, weights=w), select(page_texture, q, 144, weights=back)
+    np.testing.assert_array_equal(a.boxes, b.boxes)
+
+
 def test_handset_is_todays_scorer(page_texture):
     hs = load_weights("handset")
     assert hs.ranker is None and hs.floor is None and hs.channel["saliency"] == DEFAULT_WEIGHTS["saliency"]

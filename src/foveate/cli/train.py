@@ -22,6 +22,8 @@ def train(
     budget: list[str] = typer.Option(["64,144,273,576"], "--budget", "-b", help="Budgets reported (and the floor "
                                                                                "gate is fitted at)."),
     epochs: int = typer.Option(12, "--epochs", help="Most ranker epochs (early stopping on held-out pages)."),
+    rankers: int = typer.Option(1, "--rankers", help="Answer rankers fitted from consecutive seeds and averaged "
+                                                     "(EVAL.md: 3 helps forms at low budgets, costs receipts)."),
     no_test: bool = typer.Option(False, "--no-test", help="Do not evaluate the test split."),
     report: Path | None = typer.Option(None, "--report", help="Also write the report (JSON) here."),
 ) -> None:
@@ -38,8 +40,10 @@ def train(
 
     if epochs < 1:
         raise FoveateError("--epochs must be at least 1")
+    if not 1 <= rankers <= 9:
+        raise FoveateError("--rankers must be between 1 and 9")
     cfg = TrainConfig(tuple(sources), output, cache, seed, preset, _numbers(budget, "--budget", kind=int), epochs,
-                      evaluate_test=not no_test)
+                      rankers, evaluate_test=not no_test)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("reading", total=None)

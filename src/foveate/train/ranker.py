@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from ..query.text.layout import text_index
-from ..query.text.ranker import AnswerRanker
+from ..query.text.ranker import AnswerRanker, RankerEnsemble
 from .data import Page
 
 
@@ -137,3 +137,20 @@ def fit_ranker(pages: list[Page], seed: int = 0, max_epochs: int = 12, lr: float
               "held_out_top1": round(top_k_accuracy(ranker, hold_groups, 1), 4),
               "held_out_top3": round(top_k_accuracy(ranker, hold_groups, 3), 4)}
     return ranker, report
+
+
+def fit_rankers(pages: list[Page], seed: int = 0, members: int = 1, log=print, **kw) -> tuple[AnswerRanker, dict]:
+    """``members`` rankers from seeds ``seed``, ``seed + 1``, ... (each its own held-out tenth and order), averaged
+    (:class:`~foveate.query.text.ranker.RankerEnsemble`); one member is a plain ranker.  Returns (ranker, report):
+    the first member's report, plus every member's seed, epochs and held-out accuracy."""
+    fitted = []
+    for i in range(max(1, members)):
+        if members > 1:
+            log(f"ranker {i + 1} of {members} (seed {seed + i})")
+        fitted.append(fit_ranker(pages, seed=seed + i, log=log, **kw))
+    if len(fitted) == 1:
+        return fitted[0]
+    report = dict(fitted[0][1])
+    report["members"] = [{"seed": seed + i, "epochs": r["epochs"], "held_out_top1": r["held_out_top1"],
+                          "held_out_top3": r["held_out_top3"]} for i, (_, r) in enumerate(fitted)]
+    return RankerEnsemble([m for m, _ in fitted]).eval(), report

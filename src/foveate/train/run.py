@@ -33,7 +33,7 @@ from ..weights import Weights
 from .data import Page, by_split, load_pages, resolve_sources
 from .evaluate import format_table, hit_table, records
 from .floor import choose_gate
-from .ranker import build_groups, fit_ranker, top_k_accuracy
+from .ranker import build_groups, fit_rankers, top_k_accuracy
 from .tiles import fit_poisson, scorer_fields, tile_rows
 
 OBJECTIVE = ("ranker: listwise cross-entropy over a page's OCR lines (uniform target over the answer lines); "
@@ -55,6 +55,8 @@ class TrainConfig:
         preset: the encode preset of the training textures (the scorer's channels).
         budgets: where hit is reported (and the floor gate is fitted).
         epochs: most ranker epochs (early stopping on a tenth of the training pages).
+        rankers: answer rankers fitted from consecutive seeds and averaged (one ranker's answers depend on its
+            seed: :class:`~foveate.query.text.ranker.RankerEnsemble`; EVAL.md, "One seed or three").
         prompts: share of questions also asked with a point prompt on the answer (trains the prompt term).
         evaluate_test: evaluate the test split at the end (once).
     """
@@ -66,6 +68,7 @@ class TrainConfig:
     preset: str = "default"
     budgets: tuple[int, ...] = (64, 144, 273, 576)
     epochs: int = 12
+    rankers: int = 1
     prompts: float = 0.1
     evaluate_test: bool = True
 
@@ -97,7 +100,8 @@ def _cross_fit_scorers(train_pages: list[Page], final: Weights, cfg: TrainConfig
     for k, half in enumerate(halves):
         other = [train_pages[i] for i in halves[1 - k]]
         log(f"cross-fitting: ranker on {len(other)} pages for the maps of {len(half)} others")
-        ranker, _ = fit_ranker(other, seed=cfg.seed + 10 + k, max_epochs=cfg.epochs, log=lambda *_: None)
+        ranker, _ = fit_rankers(other, seed=cfg.seed + 10 + k * cfg.rankers, members=cfg.rankers, max_epochs=cfg.epochs,
+                                log=lambda *_: None)
         w = dataclasses.replace(final, ranker=ranker, _scorers={})
         for i in half:
             scorers[i] = w.scorer(train_pages[i].texture.channels)
@@ -212,7 +216,7 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
 
     t0 = time.perf_counter()
     log("ranker: fitting on the training split")
-    ranker, ranker_report = fit_ranker(train_p, seed=cfg.seed, max_epochs=cfg.epochs, log=log)
+    ranker, ranker_report = fit_rankers(train_p, seed=cfg.seed, members=cfg.rankers, max_epochs=cfg.epochs, log=log)
     timings["ranker"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()

@@ -98,8 +98,11 @@ class Weights:
                 "text": {"sharpness": self.text_sharpness, "pad": self.text_pad,
                          "ranker": self.ranker.config() if self.ranker is not None else None},
                 "floor": self.floor, "meta": self.meta}
-        if self.ranker is not None:
-            t.update({f"ranker.{k}": v.detach().cpu().float().contiguous() for k, v in self.ranker.state_dict().items()})
+        if self.ranker is not None:  # one ranker: ranker.<param>; an ensemble: ranker.<member>.<param>
+            members = getattr(self.ranker, "members", None)
+            parts = {"ranker": self.ranker} if members is None else {f"ranker.{i}": m for i, m in enumerate(members)}
+            for prefix, m in parts.items():
+                t.update({f"{prefix}.{k}": v.detach().cpu().float().contiguous().clone() for k, v in m.state_dict().items()})
         return t, meta
 
     def save(self, path: str | Path) -> Path:
@@ -155,12 +158,17 @@ class Weights:
         ranker = None
         text = meta.get("text") or {}
         if text.get("ranker"):
-            from ..query.text.ranker import AnswerRanker
+            from ..query.text.ranker import AnswerRanker, RankerEnsemble
 
-            state = {k[len("ranker."):]: v for k, v in t.items() if k.startswith("ranker.")}
-            ranker = AnswerRanker(kind_embeddings=state["kind_embeddings"].numpy(), **text["ranker"])
-            ranker.load_state_dict(state)
-            ranker.eval()
+            config = dict(text["ranker"])
+            n = int(config.pop("members", 1))
+            members = []
+            for prefix in ["ranker."] if n == 1 else [f"ranker.{i}." for i in range(n)]:
+                state = {k[len(prefix):]: v for k, v in t.items() if k.startswith(prefix)}
+                m = AnswerRanker(kind_embeddings=state["kind_embeddings"].numpy(), **config)
+                m.load_state_dict(state)
+                members.append(m.eval())
+            ranker = members[0] if n == 1 else RankerEnsemble(members).eval()
         prior = tuple(t["level_prior"].tolist()[: int(meta.get("level_prior_levels", 0))])
         return cls(name, {c: tuple(v) for c, v in zip(channels, cw)}, {c: tuple(v) for c, v in zip(channels, cn)},
                    dict(zip(terms, qw)), dict(zip(terms, qn)), float(meta.get("bias", 0.0)),
