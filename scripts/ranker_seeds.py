@@ -1,0 +1,104 @@
+"""How much one answer ranker depends on its seed, and what averaging several buys (EVAL.md, "A cold rerun, and one
+seed or three").
+
+    python scripts/ranker_seeds.py seeds --cache out/train-cache [-n 5]
+    python scripts/ranker_seeds.py logit-mean WEIGHTS --cache out/train-cache
+
+``seeds`` fits ``-n`` rankers (seeds 0..n-1) on the training split of the shipped recipe's sets, as ``foveate train``
+does, and prints each one's validation top-1 per set, then the mean of the first three's and of all their
+probabilities.  ``logit-mean`` scores a weights file whose ranker is an ensemble on the validation split twice: as
+it is (mean of probabilities) and with the members' logits averaged instead, nothing refitted.  Both read the
+textures from ``--cache`` (a ``foveate train`` cache; missing ones are encoded, which takes a while).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+SOURCES = ["../shared/data/funsd_forms", "../shared/data/wildreceipt", "../shared/data/coco_panoptic_grounding",
+           "synth:300"]
+
+
+def _pages(cache: Path):
+    from foveate.core.config import EncodeConfig
+    from foveate.train.data import load_pages, resolve_sources
+
+    folders = resolve_sources(SOURCES, cache, 0)
+    pages, _ = load_pages(folders, cache, EncodeConfig(preset="default"), 0, None, 0.1)
+    return pages
+
+
+def seeds(cache: Path, n: int) -> None:
+    from foveate.train.data import by_split
+    from foveate.train.ranker import build_groups, fit_ranker
+
+    pages = _pages(cache)
+    train, val = by_split(pages, "train"), by_split(pages, "val")
+    rankers = []
+    for seed in range(n):
+        r, rep = fit_ranker(train, seed=seed, log=lambda *_: None)
+        rankers.append(r)
+        print(f"seed {seed}: best epoch {rep['epochs']}, held-out top-1 {100 * rep['held_out_top1']:.1f} %", flush=True)
+    groups = [g for g in build_groups(val, rankers[0]) if g.positive[:-1].any()]
+
+    def soft(r, g):
+        s = r.logits(g.rows, g.query_embedding).astype(np.float64)
+        e = np.exp(s - s.max())
+        return e / e.sum()
+
+    def top1(probs, sets):
+        gs = [g for g in groups if sets is None or g.set in sets]
+        return 100.0 * np.mean([bool(g.positive[:-1][int(np.argmax(probs(g)[:-1]))]) for g in gs]), len(gs)
+
+    for name, sets in (("all", None), ("funsd_forms", {"funsd_forms"}), ("wildreceipt", {"wildreceipt"})):
+        singles = [top1(lambda g, r=r: soft(r, g), sets)[0] for r in rankers]
+        three, m = top1(lambda g: np.mean([soft(r, g) for r in rankers[:3]], 0), sets)
+        every, _ = top1(lambda g: np.mean([soft(r, g) for r in rankers], 0), sets)
+        print(f"{name} ({m} questions): one seed " + " / ".join(f"{v:.1f}" for v in singles)
+              + f" %; mean of 3: {three:.1f} %; mean of {n}: {every:.1f} %")
+
+
+def logit_mean(weights: Path, cache: Path) -> None:
+    from foveate.query.text.ranker import RankerEnsemble
+    from foveate.train.data import by_split
+    from foveate.train.evaluate import format_table, hit_table, records
+    from foveate.weights import load_weights
+
+    class LogitMean(RankerEnsemble):
+        def logits(self, rows, query_embedding):
+            return np.mean([m.logits(rows, query_embedding) for m in self.members], 0).astype(np.float32)
+
+    w = load_weights(str(weights))
+    if not isinstance(w.ranker, RankerEnsemble):
+        raise SystemExit(f"{weights} holds one ranker, not an ensemble (foveate train --rankers N)")
+    geo = dataclasses.replace(w, ranker=LogitMean(list(w.ranker.members)).eval(), _scorers={})
+    named = {"probability_mean": w, "logit_mean": geo}
+    recs = records(by_split(_pages(cache), "val"), named, (64, 144, 273, 576), prompts=False)
+    print(format_table(hit_table(recs), list(named) + ["uniform"], "Validation hit % (quadtree)"))
+
+
+def main() -> None:
+    import torch
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("seeds")
+    a.add_argument("--cache", type=Path, default=Path("out/train-cache"))
+    a.add_argument("-n", type=int, default=5)
+    b = sub.add_parser("logit-mean")
+    b.add_argument("weights", type=Path)
+    b.add_argument("--cache", type=Path, default=Path("out/train-cache"))
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    if args.cmd == "seeds":
+        seeds(args.cache, args.n)
+    else:
+        logit_mean(args.weights, args.cache)
+
+
+if __name__ == "__main__":
+    main()
