@@ -64,18 +64,18 @@ def test_choice(monkeypatch, tmp_path, caplog):
     monkeypatch.setattr(Q, "_export", broken)
     try:
         monkeypatch.setenv("FOVEATE_QUERY_ENCODER", "torch")
-        Q.query_encoder.cache_clear()
+        Q._query_encoder.cache_clear()
         assert Q.query_encoder() is None
         monkeypatch.setenv("FOVEATE_QUERY_ENCODER", "sometimes")
-        Q.query_encoder.cache_clear()
+        Q._query_encoder.cache_clear()
         with pytest.raises(ConfigError, match="FOVEATE_QUERY_ENCODER"):
             Q.query_encoder()
         monkeypatch.setenv("FOVEATE_QUERY_ENCODER", "onnx")
-        Q.query_encoder.cache_clear()
+        Q._query_encoder.cache_clear()
         with pytest.raises(ConfigError, match="no exporter here"):
             Q.query_encoder()
         monkeypatch.setenv("FOVEATE_QUERY_ENCODER", "auto")
-        Q.query_encoder.cache_clear()
+        Q._query_encoder.cache_clear()
         with caplog.at_level(logging.WARNING, logger="foveate.query"):
             assert Q.query_encoder() is None  # falls back to torch, says why
         assert "no exporter here" in caplog.text
@@ -83,5 +83,5 @@ def test_choice(monkeypatch, tmp_path, caplog):
         _embed_query_cached.cache_clear()
         np.testing.assert_allclose(embed_query("What is the total?"), embed_texts(["What is the total?"])[0], atol=1e-6)
     finally:
-        Q.query_encoder.cache_clear()
+        Q._query_encoder.cache_clear()
         _embed_query_cached.cache_clear()

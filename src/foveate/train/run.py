@@ -100,8 +100,8 @@ def _cross_fit_scorers(train_pages: list[Page], final: Weights, cfg: TrainConfig
     for k, half in enumerate(halves):
         other = [train_pages[i] for i in halves[1 - k]]
         log(f"cross-fitting: ranker on {len(other)} pages for the maps of {len(half)} others")
-        ranker, _ = fit_rankers(other, seed=cfg.seed + 10 + k * cfg.rankers, members=cfg.rankers, max_epochs=cfg.epochs,
-                                log=lambda *_: None)
+        ranker, _ = fit_rankers(other, seed=cfg.seed + 10 + k * cfg.rankers, members=cfg.rankers,
+                                max_epochs=cfg.epochs, log=lambda *_: None)
         w = dataclasses.replace(final, ranker=ranker, _scorers={})
         for i in half:
             scorers[i] = w.scorer(train_pages[i].texture.channels)

@@ -102,7 +102,8 @@ class Weights:
             members = getattr(self.ranker, "members", None)
             parts = {"ranker": self.ranker} if members is None else {f"ranker.{i}": m for i, m in enumerate(members)}
             for prefix, m in parts.items():
-                t.update({f"{prefix}.{k}": v.detach().cpu().float().contiguous().clone() for k, v in m.state_dict().items()})
+                t.update({f"{prefix}.{k}": v.detach().cpu().float().contiguous().clone()
+                          for k, v in m.state_dict().items()})
         return t, meta
 
     def save(self, path: str | Path) -> Path:

@@ -1,14 +1,14 @@
 """A question's MiniLM embedding on onnxruntime: the same network, exported once from the torch model and verified
 against it, run ~2.5x as fast for one short sentence on one CPU thread.
 
-A new question pays one MiniLM pass.  On one thread PyTorch spends more of it dispatching ~100 small ops than
-computing them (``python scripts/embed_profile.py``); onnxruntime runs the exported graph with its operators fused
-(BENCHMARKS.md, "A new question").  The model is the one the lines were embedded with and the ranker was trained on:
+A new question pays one MiniLM pass.  On one thread PyTorch spends 83 % of it in ``addmm`` on 15-row inputs
+(``python scripts/embed_profile.py``); onnxruntime's matrix products for such inputs are about twice as fast
+(BENCHMARKS.md, "A new question on onnxruntime").  The model is the one the lines were embedded with and the ranker was trained on:
 
 * it is exported with ``torch.onnx.export(dynamo=True)`` from :func:`foveate.query.text.embed.text_embedder`'s
   model (one sentence, no padding: mean pooling over every token is the masked mean), the first time a question is
   embedded, into ``$FOVEATE_CACHE`` (default ``~/.cache/foveate``)/``query-encoder/<digest>/``, where the digest
-  covers the weights file, this module's :data:`FORMAT` and the torch and onnx versions;
+  covers the model's files, this module's :data:`FORMAT` and the versions of the packages that export it;
 * before it is used, it must give the torch model's embedding to within :data:`MAX_DIFF` on :data:`PROBES`
   (short, long, truncated, non-ASCII); otherwise, or when the export or onnxruntime fails (no ``onnxscript``, an old
   torch, a read-only cache, a corrupt file that a fresh export cannot replace), questions are embedded by torch, as
@@ -30,6 +30,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -114,12 +115,14 @@ def _export(model, tokenizer, folder: Path) -> None:
     quiet = logging.getLogger("torch.onnx")
     level = quiet.level
     quiet.setLevel(logging.ERROR)  # "torchvision is not installed. Skipping ..." and the exporter's progress
-    with torch.no_grad(), warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
-        warnings.simplefilter("ignore")
-        torch.onnx.export(_pooled(model), (ids,), str(folder / "model.onnx"), dynamo=True, verbose=False,
-                          input_names=["input_ids"], output_names=["sentence_embedding"],
-                          dynamic_shapes={"input_ids": {1: tokens}}, optimize=True)
-    quiet.setLevel(level)
+    try:
+        with torch.no_grad(), warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            torch.onnx.export(_pooled(model), (ids,), str(folder / "model.onnx"), dynamo=True, verbose=False,
+                              input_names=["input_ids"], output_names=["sentence_embedding"],
+                              dynamic_shapes={"input_ids": {1: tokens}}, optimize=True)
+    finally:
+        quiet.setLevel(level)
 
 
 def _tokenizer(model_dir: Path):
@@ -201,9 +204,11 @@ def _build(root: Path) -> OnnxQueryEncoder:
     return OnnxQueryEncoder(final, model_dir, REQUEST_THREADS)
 
 
+_BUILD_LOCK = threading.Lock()
+
+
 @functools.lru_cache(maxsize=1)
-def query_encoder() -> Any:
-    """The onnxruntime encoder, or ``None`` where questions are embedded by torch (see the module docstring)."""
+def _query_encoder() -> Any:
     choice = encoder_choice()
     if choice == "torch":
         return None
@@ -216,3 +221,10 @@ def query_encoder() -> Any:
         log.warning("questions are embedded by torch: the onnxruntime query encoder could not be set up (%s: %s)",
                     type(exc).__name__, exc)
         return None
+
+
+def query_encoder() -> Any:
+    """The onnxruntime encoder, or ``None`` where questions are embedded by torch (see the module docstring).  Set up
+    once per process; concurrent first questions (a server's threads) wait for one export."""
+    with _BUILD_LOCK:
+        return _query_encoder()
