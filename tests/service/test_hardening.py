@@ -445,3 +445,19 @@ def test_process_workers_exit_when_their_server_dies_without_a_shutdown(tmp_path
     while _alive(worker) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _alive(worker), f"encode worker {worker} outlived its server"
+
+
+@pytest.mark.slow
+def test_a_text_preset_server_sets_up_the_query_encoder_at_start(tmp_path):
+    """The first question on a machine would wait for the query encoder's export (7-17 s): a server whose preset
+    reads text sets it up beside its start, before any question is asked; a ``fast`` server does not."""
+    cache = tmp_path / "cache"
+    with ServerProcess(tmp_path / "store", preset="default", env={"FOVEATE_CACHE": str(cache)}) as srv:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not list(cache.glob("query-encoder/*/verified.json")):
+            time.sleep(0.5)
+        assert list(cache.glob("query-encoder/*/verified.json")), srv.log()
+    other = tmp_path / "other"
+    with ServerProcess(tmp_path / "store2", preset="fast", env={"FOVEATE_CACHE": str(other)}):
+        time.sleep(2)
+    assert not other.exists()

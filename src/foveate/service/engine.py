@@ -206,6 +206,19 @@ class TextureCache:
 # The engine
 
 
+def _warm_query_encoder() -> None:
+    """Set up the question's MiniLM encoder (``foveate.query.text.query_onnx``: an export on a machine's first use,
+    7-17 s on 2 cores) beside the start; a question that arrives meanwhile waits for the same setup."""
+    import logging
+
+    from ..query.text.query_onnx import query_encoder
+
+    try:
+        query_encoder()
+    except Exception as exc:  # FOVEATE_QUERY_ENCODER=onnx that cannot be set up: the first question says so too
+        logging.getLogger("foveate.service").warning("query encoder: %s", exc)
+
+
 class Engine:
     """Store + encode pool + texture cache, as the routes use them."""
 
@@ -215,7 +228,9 @@ class Engine:
         self.config = EncodeConfig(preset=settings.preset, max_pixels=settings.max_pixels)
         from ..core.channels import resolve_groups
 
-        resolve_groups(self.config)  # an unknown preset fails at start, not at the first upload
+        groups = resolve_groups(self.config)  # an unknown preset fails at start, not at the first upload
+        if "text" in groups:  # text questions will come: export or load the query encoder now, not at the first one
+            threading.Thread(target=_warm_query_encoder, name="foveate-query-encoder", daemon=True).start()
         max_bytes = None if settings.store_max_mb is None else int(settings.store_max_mb * 2**20)
         self.store = TextureStore(settings.store, max_bytes=max_bytes)
         self.pool = EncodePool(settings.pool, settings.workers, settings.queue, settings.retry_after,

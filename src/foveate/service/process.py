@@ -61,7 +61,8 @@ class ServerProcess:
                "--store", str(self.store), "--log-level", "warning", *self.args]
         if self.preset is not None:
             cmd += ["--preset", self.preset]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("FOVEATE_")}
+        # the server's settings come from args and env only; foveate's own cache (FOVEATE_CACHE) is not a setting
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FOVEATE_") or k == "FOVEATE_CACHE"}
         env.update(self.env)
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
