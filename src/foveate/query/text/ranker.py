@@ -161,13 +161,7 @@ class RankerEnsemble(nn.Module):
             p += e / e.sum()
         return np.log(np.maximum(p / len(self.members), 1e-30)).astype(np.float32)
 
-    def probabilities(self, index: TextIndex, text: str) -> np.ndarray:
-        if not index.lines:
-            return np.zeros(0, np.float32)
-        rows, eq = self.features(index, text)
-        s = self.logits(rows, eq).astype(np.float64)
-        p = np.exp(s - s.max())
-        return (p[:-1] / p.sum()).astype(np.float32)
+    probabilities = AnswerRanker.probabilities  # the softmax of :meth:`logits`, which is the members' mean
 
     def config(self) -> dict:
         return {**self.members[0].config(), "members": len(self.members)}
