@@ -4,6 +4,8 @@ embeds lines and queries, and the text query term steers the selection.  One OCR
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -295,3 +297,39 @@ def test_paint_boxes_against_a_loop():
                 if min(x1, c * 12 + 12) > max(x0, c * 12) and min(y1, r * 12 + 12) > max(y0, r * 12):
                     ref[r, c] = max(ref[r, c], v)
     np.testing.assert_allclose(got, ref, atol=1e-6)
+
+
+@pytest.mark.parametrize("fill", [0.25, 1.0])
+def test_paint_boxes_fill_against_a_loop(fill):
+    """With a fill, a tile the box covers a fraction f of holds v * (1 - fill * (1 - f)): the slow way, tile by tile."""
+    rng = np.random.default_rng(1)
+    xy = rng.uniform(0, 100, (12, 2))
+    boxes = np.concatenate([xy, xy + rng.uniform(1, 40, (12, 2))], 1)
+    vals = rng.uniform(0, 1, 12)
+    got = T.paint_boxes((9, 10), 12, boxes, vals, fill=fill)
+    ref = np.zeros((9, 10))
+    for (x0, y0, x1, y1), v in zip(boxes, vals):
+        for r in range(9):
+            for c in range(10):
+                ix = min(x1, c * 12 + 12) - max(x0, c * 12)
+                iy = min(y1, r * 12 + 12) - max(y0, r * 12)
+                if ix > 0 and iy > 0:
+                    ref[r, c] = max(ref[r, c], v * (1 - fill * (1 - ix * iy / 144)))
+    np.testing.assert_allclose(got, ref, atol=1e-6)
+    assert np.array_equal(got > 0, T.paint_boxes((9, 10), 12, boxes, vals) > 0)  # the same tiles are painted
+
+
+def test_answer_map_fill_ranks_the_parent_holding_the_line_first():
+    """A line whose grown box reaches 4 px into the next 32 px block: without a fill both blocks' maxima are equal
+    (the quadtree's query value is max-pooled), with one the block holding the line's core is higher."""
+    from foveate.core import ops
+    from foveate.query.text.term import answer_map
+
+    index = SimpleNamespace(grid=(8, 8), patch=16, boxes=np.array([[20.0, 14.0, 100.0, 30.0]]))  # y 10..34 grown
+    probs = np.array([0.9])
+    for fill, expect_equal in ((0.0, True), (0.25, False)):
+        m = answer_map(index, probs, 10.0, 0.25, fill)
+        _, maxes, _ = ops.build_mips(m[..., None], np.ones((8, 8), np.float32), 2)
+        core, graze = float(maxes[1][0, 1, 0]), float(maxes[1][1, 1, 0])  # rows 0-31 vs 32-63, columns 32-63
+        assert graze > 0
+        assert (core == pytest.approx(graze)) if expect_equal else core > graze

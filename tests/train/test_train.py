@@ -87,3 +87,33 @@ def test_several_rankers_are_averaged(tiny_run, tmp_path):
     w = dataclasses.replace(Weights.load(cfg.output), ranker=ens, _scorers={})
     back = Weights.load(w.save(tmp_path / "two.safetensors"))
     assert isinstance(back.ranker, RankerEnsemble) and back.ranker.config()["members"] == 2
+
+
+@pytest.mark.slow
+def test_from_keeps_the_ranker_and_scorer_and_refits_the_text_term(tiny_run, tmp_path):
+    """``--from``: the file's ranker, channel weights and level prior stay; the text term's constants and the gate
+    are fitted again (and recorded); a file made from other sources or another seed is refused."""
+    from foveate.core.errors import WeightsError
+    from foveate.train.run import TEXT_FILLS, TEXT_SHARPNESS, TEXT_WEIGHTS
+
+    cfg, res = tiny_run
+    again = train(TrainConfig(cfg.sources, tmp_path / "refit.safetensors", cache=cfg.cache, seed=0,
+                              budgets=cfg.budgets, evaluate_test=False, start=str(res.path)), log=lambda m: None)
+    a, b = res.weights, again.weights
+    sa, sb = a.ranker.state_dict(), b.ranker.state_dict()
+    assert all(np.array_equal(sa[k].numpy(), sb[k].numpy()) for k in sa)
+    assert a.channel.keys() == b.channel.keys() and b.floor is not None  # the file holds float32
+    assert all(b.channel[k] == pytest.approx(v, rel=1e-6) for k, v in a.channel.items())
+    assert b.level_prior == pytest.approx(a.level_prior, rel=1e-6)
+    search = again.report["scorer"]["text_term_search"]
+    assert len(search["tried"]) == len(TEXT_WEIGHTS) * len(TEXT_SHARPNESS) + len(TEXT_FILLS)
+    assert b.query["text"] in TEXT_WEIGHTS and b.text_sharpness in TEXT_SHARPNESS
+    assert b.text_fill in (0.0, *TEXT_FILLS) and f"fill={b.text_fill:g}" in search["chosen"]
+    assert again.report["scorer"]["refit_from"]["weights"] == res.path.name
+    assert again.report["ranker"] == json.loads(json.dumps(res.report["ranker"]))  # the kept ranker's own record
+    with pytest.raises(WeightsError, match="seed"):
+        train(TrainConfig(cfg.sources, tmp_path / "x.safetensors", cache=cfg.cache, seed=1, budgets=cfg.budgets,
+                          evaluate_test=False, start=str(res.path)), log=lambda m: None)
+    with pytest.raises(WeightsError, match="no answer ranker"):
+        train(TrainConfig(cfg.sources, tmp_path / "x.safetensors", cache=cfg.cache, seed=0, budgets=cfg.budgets,
+                          evaluate_test=False, start="handset"), log=lambda m: None)

@@ -23,8 +23,8 @@ def _learned_like() -> Weights:
     ranker.eval()
     w = Weights.handset()
     return Weights("test", {**w.channel, "saliency": (0.1, 0.7)}, w.need, {**w.query, "text": 12.0}, w.query_need,
-                   level_prior=(0.0, 0.5, 0.25, -0.5, 0.0), ranker=ranker, floor={"bias": 0.5, "log_scale": -1.0},
-                   meta={"note": "test"})
+                   level_prior=(0.0, 0.5, 0.25, -0.5, 0.0), ranker=ranker, text_fill=0.25,
+                   floor={"bias": 0.5, "log_scale": -1.0}, meta={"note": "test"})
 
 
 def test_round_trip_gives_the_same_selections(tmp_path, page_texture):
@@ -34,7 +34,7 @@ def test_round_trip_gives_the_same_selections(tmp_path, page_texture):
     for k in set(w.channel) | set(back.channel):  # a file lists every channel with a weight or a need
         assert back.channel.get(k) == pytest.approx(w.channel.get(k, (0.0, 0.0)))
     assert back.query["text"] == pytest.approx(12.0) and back.level_prior == pytest.approx(w.level_prior)
-    assert back.floor == w.floor and back.meta == {"note": "test"}
+    assert back.floor == w.floor and back.meta == {"note": "test"} and back.text_fill == 0.25
     for q in ("What is the total due?", None, {"points": [(300, 200)]}):
         a, b = select(page_texture, q, 144, weights=w), select(page_texture, q, 144, weights=back)
         np.testing.assert_array_equal(a.boxes, b.boxes)
@@ -60,6 +60,25 @@ def test_an_ensemble_of_rankers_round_trips(tmp_path, page_texture):
     np.testing.assert_array_equal(back.ranker.probabilities(index, q), w.ranker.probabilities(index, q))
     a, b = select(page_texture, q, 144, weights=w), select(page_texture, q, 144, weights=back)
     np.testing.assert_array_equal(a.boxes, b.boxes)
+
+
+def test_a_file_without_a_fill_paints_as_before(tmp_path, page_texture):
+    """Files written before the fill existed name none: they load with TEXT_FILL (0), every touched tile at full value."""
+    import dataclasses
+
+    from safetensors.torch import save_file
+
+    from foveate.query.scorer import TEXT_FILL
+
+    tensors, meta = _learned_like().to_tensors()
+    del meta["text"]["fill"]
+    save_file(tensors, str(tmp_path / "old.safetensors"), metadata={"foveate": json.dumps(meta)})
+    old = Weights.load(tmp_path / "old.safetensors")
+    assert old.text_fill == TEXT_FILL == 0.0
+    zero = dataclasses.replace(_learned_like(), text_fill=0.0, _scorers={})
+    q = "What is the total due?"
+    np.testing.assert_array_equal(select(page_texture, q, 144, weights=old).boxes,
+                                  select(page_texture, q, 144, weights=zero).boxes)
 
 
 def test_handset_is_todays_scorer(page_texture):
@@ -113,3 +132,8 @@ def test_default_weights_load_and_describe_themselves():
     meta = w.meta
     assert {"seed", "datasets", "split", "objective", "validation_hit", "foveate_version"} <= set(meta)
     assert meta["split"]["images"]["val"] > 0
+    # a channel training dropped as constant (motion, zero on still images) keeps its hand-set weight after loading
+    for name in meta["scorer"].get("constant_channels", []):
+        assert name not in w.channel
+        sc = w.scorer(("saliency", name))
+        assert sc.weight[1].item() == DEFAULT_WEIGHTS[name][0] and sc.weight[3].item() == DEFAULT_WEIGHTS[name][1]

@@ -25,6 +25,9 @@ def train(
     rankers: int = typer.Option(1, "--rankers", help="Answer rankers fitted from consecutive seeds and averaged "
                                                      "(EVAL.md: 3 helps forms at low budgets, costs receipts)."),
     no_test: bool = typer.Option(False, "--no-test", help="Do not evaluate the test split."),
+    start: str | None = typer.Option(None, "--from", help="Keep this weights file's ranker and scorer (default, or a "
+                                                         "file trained on the same sources and seed) and refit only "
+                                                         "the text term's constants and the floor gate."),
     report: Path | None = typer.Option(None, "--report", help="Also write the report (JSON) here."),
 ) -> None:
     """Learn relevance from annotated data: the text term's answer ranker, the scorer's channel and query weights
@@ -43,7 +46,7 @@ def train(
     if not 1 <= rankers <= 9:
         raise FoveateError("--rankers must be between 1 and 9")
     cfg = TrainConfig(tuple(sources), output, cache, seed, preset, _numbers(budget, "--budget", kind=int), epochs,
-                      rankers, evaluate_test=not no_test)
+                      rankers, evaluate_test=not no_test, start=start)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("reading", total=None)

@@ -49,8 +49,10 @@ USER_CHANNEL_WEIGHT = (1.0, 0.5)
 #: Levels a level prior can hold (EncodeConfig.max_levels is at most 10).
 MAX_LEVELS = 10
 #: The learned text term paints a line with value 1 + log(p) / TEXT_SHARPNESS (clipped to [0, 1]), p the
-#: ranker's probability, grown by TEXT_PAD line heights: with query weight a, relevance ~ p ** (a / 10).
-TEXT_SHARPNESS, TEXT_PAD = 10.0, 0.25
+#: ranker's probability, grown by TEXT_PAD line heights: with query weight a, relevance ~ p ** (a / 10).  A tile
+#: the grown box covers a fraction f of gets that value times 1 - TEXT_FILL (1 - f): with TEXT_FILL 0 every tile
+#: it touches gets the full value (weights files that do not name a fill).
+TEXT_SHARPNESS, TEXT_PAD, TEXT_FILL = 10.0, 0.25, 0.0
 
 #: channel -> weight on the max-mip for the need for detail
 DEFAULT_NEED: dict[str, float] = {
@@ -73,7 +75,8 @@ class Scorer(nn.Module):
         level_prior: per pyramid level, added to the quadtree's log-priority of splitting a tile of that level
             (``None``: zeros, the hand-set behaviour).
         text_ranker: the learned answer ranker the ``text`` query term uses (``None``: the hand-set matching).
-        text_sharpness, text_pad: how the ranker's line probabilities are painted (see ``foveate.query.text.term``).
+        text_sharpness, text_pad, text_fill: how the ranker's line probabilities are painted (see
+            ``foveate.query.text.term``).
         floor: the uniform-floor gate's weights by feature name (``None``: no floor).
     """
 
@@ -82,7 +85,7 @@ class Scorer(nn.Module):
                  bias: float = 0.0, need_floor: float = NEED_FLOOR,
                  query_need: Mapping[str, float] | None = None, need_mean: Mapping[str, float] | None = None,
                  level_prior: Sequence[float] | None = None, text_ranker: nn.Module | None = None,
-                 text_sharpness: float = TEXT_SHARPNESS, text_pad: float = TEXT_PAD,
+                 text_sharpness: float = TEXT_SHARPNESS, text_pad: float = TEXT_PAD, text_fill: float = TEXT_FILL,
                  floor: Mapping[str, float] | None = None) -> None:
         super().__init__()
         self.channels = tuple(channels)
@@ -113,7 +116,7 @@ class Scorer(nn.Module):
             prior[: len(vals)] = vals
         self.level_prior = nn.Parameter(prior)
         self.text_ranker = text_ranker
-        self.text_sharpness, self.text_pad = float(text_sharpness), float(text_pad)
+        self.text_sharpness, self.text_pad, self.text_fill = float(text_sharpness), float(text_pad), float(text_fill)
         self.floor = dict(floor) if floor is not None else None
 
     def prior(self, num_levels: int) -> np.ndarray:

@@ -9,6 +9,12 @@
 4. **floor** -- the uniform-floor gate, on the training split's (question, budget) pairs (:mod:`.floor`).
 5. **report** -- validation hit at every budget for the hand-set weights, the learned ones and the uniform
    layout, from the same textures in the same run; the test split is evaluated once, at the end.
+
+``TrainConfig.start`` (``foveate train --from WEIGHTS``) skips steps 2-3: the given file's ranker, channel weights,
+need and level prior are kept, and the text term's constants (the grid search closing step 3) and the floor gate are
+fitted again on the training split -- a new painting constant fitted without refitting a ranker whose answers
+depend on its seed (EVAL.md).  The file must have been trained with the same sources and seed, so that its
+validation and test images are this run's too; the run checks the recorded ones.
 """
 
 from __future__ import annotations
@@ -59,6 +65,8 @@ class TrainConfig:
             seed: :class:`~foveate.query.text.ranker.RankerEnsemble`; EVAL.md, "One seed or three").
         prompts: share of questions also asked with a point prompt on the answer (trains the prompt term).
         evaluate_test: evaluate the test split at the end (once).
+        start: a weights file (or ``"default"``) whose ranker and scorer are kept; only the text term's constants and
+            the floor gate are fitted (see the module docstring).
     """
 
     sources: tuple[str, ...]
@@ -71,6 +79,7 @@ class TrainConfig:
     rankers: int = 1
     prompts: float = 0.1
     evaluate_test: bool = True
+    start: str | None = None
 
 
 @dataclass
@@ -108,21 +117,26 @@ def _cross_fit_scorers(train_pages: list[Page], final: Weights, cfg: TrainConfig
     return scorers
 
 
-#: text-term weights and sharpnesses tried by :func:`calibrate_text_term`
+#: text-term weights and sharpnesses tried by :func:`calibrate_text_term`, then its fills at the best of them
 TEXT_WEIGHTS = (7.0, 14.0, 28.0, 40.0)
 TEXT_SHARPNESS = (1.5, 2.5, 4.0, 10.0)
+TEXT_FILLS = (0.1, 0.25, 0.5)
 
 
 def calibrate_text_term(weights: Weights, pages: list[Page], cfg: TrainConfig, log) -> tuple[Weights, dict]:
     """The Poisson fit scores tiles by expected blurry answer area, which is not the hit it is judged by: its text
     weight (how far the ranker's best line outranks the rest of the page) comes out low, and the sharpness of the
-    painted map (how improbable a line may be and still be painted above the background) is not fitted at all.
-    Choose both by grid search on a sample of the training pages (the same number of pages from every set): the
-    mean over sets of the mean hit over the budgets, each question counted as the better of the foveated selection
-    (floor off) and the uniform layout -- the gate fitted next takes the uniform layout where it wins, so the text
-    term is judged on what it adds above it (judged alone, photos with stray text lines pick a sharpness that costs
-    real forms 2-4 points at 273-576 tokens).  Generated pages teach the ranker but
-    do not vote here when real sets are given: how sharply to paint is judged on real scans and photos."""
+    painted map (how improbable a line may be and still be painted above the background) and its fill (how far a
+    tile that a line only grazes falls below one that holds it) are not fitted at all.
+    Choose them by grid search on a sample of the training pages (the same number of pages from every set): first
+    weight x sharpness at the weights' fill, then the other fills (0 and :data:`TEXT_FILLS`) at the best pair, the
+    weights' own kept unless another gains (the fill orders tiles within a painted line, the pair weighs lines
+    against each other and the background: they hardly interact, and 3 more cells cost less than a full grid's 48).  The criterion is the mean over sets of the mean hit over the budgets, each
+    question counted as the better of the foveated selection (floor off) and the uniform layout -- the gate fitted
+    next takes the uniform layout where it wins, so the text term is judged on what it adds above it (judged alone,
+    photos with stray text lines pick a sharpness that costs real forms 2-4 points at 273-576 tokens).  Generated
+    pages teach the ranker but do not vote here when real sets are given: how sharply to paint is judged on real
+    scans and photos."""
     rng = random.Random(cfg.seed + 2)
     per_set: dict[str, list[Page]] = {}
     for p in sorted(pages, key=lambda p: (p.set, p.image)):
@@ -133,21 +147,35 @@ def calibrate_text_term(weights: Weights, pages: list[Page], cfg: TrainConfig, l
     for ps in per_set.values():
         rng.shuffle(ps)
         sample += ps[:30]
-    named = {f"text={a:g},sharpness={k:g}": dataclasses.replace(weights, query={**weights.query, "text": a},
-                                                                  text_sharpness=k, _scorers={})
-             for a in TEXT_WEIGHTS for k in TEXT_SHARPNESS}
-    recs = records(sample, named, cfg.budgets, floor="off", prompts=False)
-    for r in recs:  # judged above the floor: where the uniform layout wins, the gate (fitted next) takes it
-        u = r["methods"]["uniform"]
-        for n in named:
-            r["methods"][n] = max(r["methods"][n], u, key=lambda m: m[0])
-    table = hit_table(recs)
-    sets = [k for k in table if k != "all"]
-    tried = {n: round(float(np.mean([np.mean([row[n] for row in table[s].values()]) for s in sets])), 2)
-             for n in named}
-    best = max(named, key=lambda n: (tried[n], n))
+
+    def search(named: dict[str, Weights]) -> tuple[str, dict[str, float]]:
+        recs = records(sample, named, cfg.budgets, floor="off", prompts=False)
+        for r in recs:  # judged above the floor: where the uniform layout wins, the gate (fitted next) takes it
+            u = r["methods"]["uniform"]
+            for n in named:
+                r["methods"][n] = max(r["methods"][n], u, key=lambda m: m[0])
+        table = hit_table(recs)
+        sets = [k for k in table if k != "all"]
+        tried = {n: round(float(np.mean([np.mean([row[n] for row in table[s].values()]) for s in sets])), 2)
+                 for n in named}
+        return max(named, key=lambda n: (tried[n], n)), tried
+
+    fill = weights.text_fill
+    named = {f"text={a:g},sharpness={k:g},fill={fill:g}": dataclasses.replace(
+        weights, query={**weights.query, "text": a}, text_sharpness=k, _scorers={})
+        for a in TEXT_WEIGHTS for k in TEXT_SHARPNESS}
+    best, tried = search(named)
+    pair = named[best]
+    fills = {f"text={pair.query['text']:g},sharpness={pair.text_sharpness:g},fill={f:g}":
+             dataclasses.replace(pair, text_fill=f, _scorers={}) for f in (0.0, *TEXT_FILLS) if f != fill}
+    if fills:
+        best_fill, tried_fill = search(fills)
+        if tried_fill[best_fill] > tried[best]:  # a fill that does not gain keeps the weights' own
+            best = best_fill
+        tried.update(tried_fill)
+    chosen = {**named, **fills}[best]
     log(f"text term by mean training hit (sets x budgets): best {best} ({tried[best]} %)")
-    return named[best], {"tried": tried, "chosen": best, "pages": len(sample)}
+    return chosen, {"tried": tried, "chosen": best, "pages": len(sample)}
 
 
 def drop_constant_channels(fields: dict, data) -> list[str]:
@@ -184,6 +212,61 @@ def keep_handset_prompt(learned: Weights, handset: Weights) -> float:
     return fitted
 
 
+def _fit_ranker_and_scorer(train_p: list[Page], cfg: TrainConfig, log, timings: dict[str, float]
+                           ) -> tuple[Weights, object, dict, dict]:
+    """Steps 2-3: the answer ranker(s), then the scorer by Poisson regression on cross-fitted query maps.
+    Returns ``(weights, ranker, ranker report, scorer report)``; the text term's grid search comes next."""
+    t0 = time.perf_counter()
+    log("ranker: fitting on the training split")
+    ranker, ranker_report = fit_rankers(train_p, seed=cfg.seed, members=cfg.rankers, max_epochs=cfg.epochs, log=log)
+    timings["ranker"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    handset = Weights.handset()
+    base = dataclasses.replace(handset, name=cfg.output.stem, ranker=ranker, _scorers={})
+    scorers = _cross_fit_scorers(train_p, base, cfg, log)
+    terms = list(QUERY_TERMS)
+    log("scorer: per-tile Poisson regression on the oracle's split priority")
+    data = tile_rows(train_p, scorers, terms, seed=cfg.seed)
+    theta = fit_poisson(data)
+    fields = scorer_fields(theta, data.columns)
+    constant = drop_constant_channels(fields, data)
+    for name in terms:  # a term that never fired in training keeps its hand-set weight
+        if not np.any(data.x[:, data.columns.index(f"query:{name}")]):
+            fields["query"][name] = handset.query[name]
+            fields["query_need"][name] = handset.query_need[name]
+    learned = Weights(cfg.output.stem, ranker=ranker, **fields)
+    timings["scorer"] = time.perf_counter() - t0
+    return learned, ranker, ranker_report, {
+        "poisson_rows": int(len(data.y)), "fitted_text_weight": round(learned.query.get("text", 0.0), 3),
+        "prompt_weight": PROMPT_RULE, "constant_channels": constant}
+
+
+def _start_from(cfg: TrainConfig, folders: list[Path], n_train: int, log) -> tuple[Weights, dict, dict]:
+    """The weights ``cfg.start`` names, to refit their text term and floor gate (see the module docstring):
+    ``(weights without a gate, their ranker report, their scorer report)``.  A file without a ranker, or trained on
+    other sources, another seed or another split, is a :class:`~foveate.core.errors.WeightsError`."""
+    from ..core.errors import WeightsError
+    from ..weights import load_weights
+
+    start = load_weights(cfg.start)
+    meta = start.meta or {}
+    if start.ranker is None:
+        raise WeightsError(f"--from {cfg.start}: these weights have no answer ranker to keep; train without --from")
+    ours = {"sources": [source_name(x) for x in cfg.sources], "seed": cfg.seed}
+    theirs = {"sources": meta.get("sources"), "seed": meta.get("seed")}
+    if ours != theirs or meta.get("split", {}).get("images", {}).get("train") != n_train:
+        raise WeightsError(f"--from {cfg.start}: trained on {theirs} ({meta.get('split', {}).get('images')}), this "
+                           f"run is {ours} ({n_train} training images); its validation and test images would not be "
+                           "this run's")
+    log(f"from {cfg.start}: keeping its ranker, channel weights and level prior; refitting the text term and the gate")
+    learned = dataclasses.replace(start, name=cfg.output.stem, floor=None, meta={}, _scorers={})
+    scorer = dict(meta.get("scorer") or {})
+    scorer["refit_from"] = {"weights": Path(str(cfg.start)).name, "created": meta.get("created"),
+                            "validation_hit": meta.get("validation_hit")}
+    return learned, dict(meta.get("ranker") or {}), scorer
+
+
 def train(cfg: TrainConfig, log: Callable[[str], None] = print,
           progress: Callable[[str, int, int], None] | None = None) -> TrainResult:
     """Run the whole pipeline (see the module docstring) and write ``cfg.output``."""
@@ -214,29 +297,15 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
 
         raise DatasetError("the split left no training or no validation image: give more images")
 
-    t0 = time.perf_counter()
-    log("ranker: fitting on the training split")
-    ranker, ranker_report = fit_rankers(train_p, seed=cfg.seed, members=cfg.rankers, max_epochs=cfg.epochs, log=log)
-    timings["ranker"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
     handset = Weights.handset()
-    base = dataclasses.replace(handset, name=cfg.output.stem, ranker=ranker, _scorers={})
-    scorers = _cross_fit_scorers(train_p, base, cfg, log)
-    terms = list(QUERY_TERMS)
-    log("scorer: per-tile Poisson regression on the oracle's split priority")
-    data = tile_rows(train_p, scorers, terms, seed=cfg.seed)
-    theta = fit_poisson(data)
-    fields = scorer_fields(theta, data.columns)
-    constant = drop_constant_channels(fields, data)
-    for name in terms:  # a term that never fired in training keeps its hand-set weight
-        if not np.any(data.x[:, data.columns.index(f"query:{name}")]):
-            fields["query"][name] = handset.query[name]
-            fields["query_need"][name] = handset.query_need[name]
-    learned = Weights(cfg.output.stem, ranker=ranker, **fields)
-    fitted_text = learned.query.get("text", 0.0)
-    learned, calibration = calibrate_text_term(learned, train_p, cfg, log)
-    timings["scorer"] = time.perf_counter() - t0
+    if cfg.start is None:
+        learned, ranker, ranker_report, scorer_report = _fit_ranker_and_scorer(train_p, cfg, log, timings)
+    else:
+        learned, ranker_report, scorer_report = _start_from(cfg, folders, len(train_p), log)
+        ranker = learned.ranker
+    t0 = time.perf_counter()
+    learned, scorer_report["text_term_search"] = calibrate_text_term(learned, train_p, cfg, log)
+    timings["scorer"] = timings.get("scorer", 0.0) + time.perf_counter() - t0
 
     t0 = time.perf_counter()
     log("floor: the uniform-floor gate on the training split's (question, budget) pairs")
@@ -246,7 +315,8 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
     log(f"floor: legible {gate_report['chosen']['legible']}, tie {gate_report['chosen']['tie']} by "
         f"{gate_report['folds']}-fold cross-validation on the training images")
     timings["floor"] = time.perf_counter() - t0
-    fitted_prompt = keep_handset_prompt(learned, handset)
+    if cfg.start is None:
+        scorer_report["fitted_prompt_weight"] = round(keep_handset_prompt(learned, handset), 3)
 
     t0 = time.perf_counter()
     log("validation: hand-set vs learned vs uniform, same textures")
@@ -261,10 +331,7 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
             SPLIT_SHARES[0], SPLIT_SHARES[0] + SPLIT_SHARES[1]), "seed": cfg.seed,
             "images": {"train": len(train_p), "val": len(val_p), "test": len(test_p)}},
         "objective": OBJECTIVE, "ranker": ranker_report,
-        "scorer": {"poisson_rows": int(len(data.y)), "fitted_text_weight": round(fitted_text, 3),
-                   "fitted_prompt_weight": round(fitted_prompt, 3), "prompt_weight": PROMPT_RULE,
-                   "constant_channels": constant,
-                   "text_term_search": calibration},
+        "scorer": scorer_report,
         "ranker_validation": {"top1": round(top_k_accuracy(ranker, val_groups, 1), 4),
                               "top3": round(top_k_accuracy(ranker, val_groups, 3), 4), "questions": len(val_groups)},
         "floor": gate_report,

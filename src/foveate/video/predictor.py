@@ -81,6 +81,10 @@ class _StableScorer(nn.Module):
     def text_pad(self):
         return self.base.text_pad
 
+    @property
+    def text_fill(self):
+        return self.base.text_fill
+
 
 def _kept_tiles(shapes: list[tuple[int, int]], last: _StreamMemory, mode: str) -> tuple[list, list]:
     """Per level bool maps: the tiles whose choice last frame earns the stability bonus, and those whose top-k

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 import torch
 
 from ..core.errors import WeightsError
-from ..query.scorer import (DEFAULT_NEED, DEFAULT_WEIGHTS, NEED_FLOOR, TEXT_PAD, TEXT_SHARPNESS, Scorer,
+from ..query.scorer import (DEFAULT_NEED, DEFAULT_WEIGHTS, NEED_FLOOR, TEXT_FILL, TEXT_PAD, TEXT_SHARPNESS, Scorer,
                             handset_scorer)
 from ..query.terms import QUERY_TERMS
 
@@ -36,7 +36,8 @@ class Weights:
         bias, need_floor: constants of the score and the need.
         level_prior: per level, added to the quadtree's log-priority.
         ranker: the ``text`` term's learned answer ranker (``None``: hand-set matching).
-        text_sharpness, text_pad: how the ranker's probabilities are painted.
+        text_sharpness, text_pad, text_fill: how the ranker's probabilities are painted (a file without a fill:
+            ``TEXT_FILL``, every tile a line touches at full value).
         floor: the uniform-floor gate's weights by feature (``None``: no floor).
         meta: how the weights were made (data, split, seed, objective, figures, versions).
     """
@@ -52,6 +53,7 @@ class Weights:
     ranker: Any = None
     text_sharpness: float = TEXT_SHARPNESS
     text_pad: float = TEXT_PAD
+    text_fill: float = TEXT_FILL
     floor: dict[str, float] | None = None
     meta: dict = field(default_factory=dict)
     _scorers: dict = field(default_factory=dict, repr=False, compare=False)
@@ -78,7 +80,7 @@ class Weights:
                         need_mean={k: v[0] for k, v in self.need.items()}, query_weights=self.query,
                         query_need=self.query_need, bias=self.bias, need_floor=self.need_floor,
                         level_prior=self.level_prior, text_ranker=self.ranker, text_sharpness=self.text_sharpness,
-                        text_pad=self.text_pad, floor=self.floor)
+                        text_pad=self.text_pad, text_fill=self.text_fill, floor=self.floor)
             self._scorers[key] = sc.to(torch.device(device)).eval()
         return self._scorers[key]
 
@@ -95,7 +97,7 @@ class Weights:
         }
         meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "channels": channels, "query_terms": terms,
                 "bias": self.bias, "need_floor": self.need_floor, "level_prior_levels": len(self.level_prior),
-                "text": {"sharpness": self.text_sharpness, "pad": self.text_pad,
+                "text": {"sharpness": self.text_sharpness, "pad": self.text_pad, "fill": self.text_fill,
                          "ranker": self.ranker.config() if self.ranker is not None else None},
                 "floor": self.floor, "meta": self.meta}
         if self.ranker is not None:  # one ranker: ranker.<param>; an ensemble: ranker.<member>.<param>
@@ -171,11 +173,15 @@ class Weights:
                 members.append(m.eval())
             ranker = members[0] if n == 1 else RankerEnsemble(members).eval()
         prior = tuple(t["level_prior"].tolist()[: int(meta.get("level_prior_levels", 0))])
-        return cls(name, {c: tuple(v) for c, v in zip(channels, cw)}, {c: tuple(v) for c, v in zip(channels, cn)},
+        # a channel training dropped (constant on every training tile) keeps its hand-set weight; the file lists it
+        # only for its need, so its zero weight row is not read as a learned weight
+        dropped = set(((meta.get("meta") or {}).get("scorer") or {}).get("constant_channels") or ())
+        return cls(name, {c: tuple(v) for c, v in zip(channels, cw) if c not in dropped},
+                   {c: tuple(v) for c, v in zip(channels, cn)},
                    dict(zip(terms, qw)), dict(zip(terms, qn)), float(meta.get("bias", 0.0)),
                    float(meta.get("need_floor", NEED_FLOOR)), prior, ranker,
                    float(text.get("sharpness", TEXT_SHARPNESS)), float(text.get("pad", TEXT_PAD)),
-                   meta.get("floor"), meta.get("meta") or {})
+                   float(text.get("fill", TEXT_FILL)), meta.get("floor"), meta.get("meta") or {})
 
     def describe(self) -> dict:
         """A short summary for ``foveate info`` and logs."""

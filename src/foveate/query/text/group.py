@@ -49,13 +49,17 @@ def box_tile_overlap(box: Sequence[float], grid: tuple[int, int], patch: int) ->
 
 
 def paint_boxes(grid: tuple[int, int], patch: int, boxes: Sequence[Sequence[float]], values: Sequence[float],
-                touch: bool = True) -> np.ndarray:
+                touch: bool = True, fill: float = 0.0) -> np.ndarray:
     """Paint boxes onto the level-0 tile grid, keeping the maximum where they overlap.
 
     Args:
         boxes: (N, 4) pixel boxes.  values: (N,) value per box.
         touch: every tile the box touches gets the full value (``True``: what must be sharp to read it), or
             the value times the covered fraction of the tile (``False``).
+        fill: with ``touch``, a tile the box covers a fraction f of gets the value times ``1 - fill * (1 - f)``:
+            still painted, but below the tiles that hold the box's core (a coarse tile takes its children's
+            maximum, so the quadtree then refines first the parent that holds most of the box, not one its
+            margin only reaches).
     Returns:
         (gh, gw) float32.
     """
@@ -63,7 +67,8 @@ def paint_boxes(grid: tuple[int, int], patch: int, boxes: Sequence[Sequence[floa
     for box, v in zip(boxes, values):
         rs, cs, frac = box_tile_overlap(box, grid, patch)
         if frac.size:
-            val = np.where(frac > 0, np.float32(v), 0.0) if touch else frac * np.float32(v)
+            val = (np.where(frac > 0, np.float32(v) * (1.0 - fill * (1.0 - frac)), 0.0) if touch
+                   else frac * np.float32(v))
             np.maximum(out[rs, cs], val, out=out[rs, cs])
     return out
 

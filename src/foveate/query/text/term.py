@@ -109,9 +109,10 @@ def answer_probabilities(index: TextIndex, text: str, ranker) -> np.ndarray:
     return p
 
 
-def answer_map(index: TextIndex, probs: np.ndarray, sharpness: float, pad: float) -> np.ndarray:
+def answer_map(index: TextIndex, probs: np.ndarray, sharpness: float, pad: float, fill: float = 0.0) -> np.ndarray:
     """Paint each line with ``clip(1 + log(p) / sharpness, 0, 1)``, its box grown by ``pad`` of its height on every
-    side: (gh, gw) float32.  With query weight a, the scorer's relevance of a line's tiles is proportional to
+    side, a tile the box covers a fraction f of at that value times ``1 - fill * (1 - f)`` (:func:`.group.paint_boxes`):
+    (gh, gw) float32.  With query weight a, the scorer's relevance of a line's tiles is proportional to
     ``p ** (a / sharpness)``: a sure answer stands out, an unsure ranker (the answer is on no line) paints little."""
     if not len(probs):
         return np.zeros(index.grid, np.float32)
@@ -119,7 +120,7 @@ def answer_map(index: TextIndex, probs: np.ndarray, sharpness: float, pad: float
     keep = values > 0
     b = index.boxes[keep]
     g = pad * (b[:, 3] - b[:, 1])[:, None]
-    return paint_boxes(index.grid, index.patch, b + np.concatenate([-g, -g, g, g], 1), values[keep])
+    return paint_boxes(index.grid, index.patch, b + np.concatenate([-g, -g, g, g], 1), values[keep], fill=fill)
 
 
 #: below this probability for its most likely line, the learned text term says it is unsure (a note)
@@ -145,7 +146,7 @@ def text_query_map(texture: Texture, query: Query, notes: list, scorer=None) -> 
         if p[i] < UNSURE_ANSWER:
             notes.append(f"no OCR line looks like the answer (most likely: {index.lines[i].text[:60]!r}, probability "
                          f"{p[i]:.2f}; on no line: {max(0.0, 1.0 - float(p.sum())):.2f}); the selection leans on {blind}")
-        return answer_map(index, p, scorer.text_sharpness, scorer.text_pad)
+        return answer_map(index, p, scorer.text_sharpness, scorer.text_pad, scorer.text_fill)
     m = match_lines(index, query.text)
     out = relevance_map(index, m)
     with _RECENT_LOCK:  # selects may run in several threads (the service)
