@@ -131,12 +131,12 @@ def calibrate_text_term(weights: Weights, pages: list[Page], cfg: TrainConfig, l
     Choose them by grid search on a sample of the training pages (the same number of pages from every set): first
     weight x sharpness at the weights' fill, then the other fills (0 and :data:`TEXT_FILLS`) at the best pair, the
     weights' own kept unless another gains (the fill orders tiles within a painted line, the pair weighs lines
-    against each other and the background: they hardly interact, and 3 more cells cost less than a full grid's 48).  The criterion is the mean over sets of the mean hit over the budgets, each
-    question counted as the better of the foveated selection (floor off) and the uniform layout -- the gate fitted
-    next takes the uniform layout where it wins, so the text term is judged on what it adds above it (judged alone,
-    photos with stray text lines pick a sharpness that costs real forms 2-4 points at 273-576 tokens).  Generated
-    pages teach the ranker but do not vote here when real sets are given: how sharply to paint is judged on real
-    scans and photos."""
+    against each other and the background: they hardly interact, and 3 more cells cost less than a full grid's 48).
+    The criterion is the mean over sets of the mean hit over the budgets, each question counted as the better of the
+    foveated selection (floor off) and the uniform layout -- the gate fitted next takes the uniform layout where it
+    wins, so the text term is judged on what it adds above it (judged alone, photos with stray text lines pick a
+    sharpness that costs real forms 2-4 points at 273-576 tokens).  Generated pages teach the ranker but do not vote
+    here when real sets are given: how sharply to paint is judged on real scans and photos."""
     rng = random.Random(cfg.seed + 2)
     per_set: dict[str, list[Page]] = {}
     for p in sorted(pages, key=lambda p: (p.set, p.image)):
@@ -242,7 +242,7 @@ def _fit_ranker_and_scorer(train_p: list[Page], cfg: TrainConfig, log, timings: 
         "prompt_weight": PROMPT_RULE, "constant_channels": constant}
 
 
-def _start_from(cfg: TrainConfig, folders: list[Path], n_train: int, log) -> tuple[Weights, dict, dict]:
+def _start_from(cfg: TrainConfig, n_train: int, log) -> tuple[Weights, dict, dict]:
     """The weights ``cfg.start`` names, to refit their text term and floor gate (see the module docstring):
     ``(weights without a gate, their ranker report, their scorer report)``.  A file without a ranker, or trained on
     other sources, another seed or another split, is a :class:`~foveate.core.errors.WeightsError`."""
@@ -301,7 +301,7 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
     if cfg.start is None:
         learned, ranker, ranker_report, scorer_report = _fit_ranker_and_scorer(train_p, cfg, log, timings)
     else:
-        learned, ranker_report, scorer_report = _start_from(cfg, folders, len(train_p), log)
+        learned, ranker_report, scorer_report = _start_from(cfg, len(train_p), log)
         ranker = learned.ranker
     t0 = time.perf_counter()
     learned, scorer_report["text_term_search"] = calibrate_text_term(learned, train_p, cfg, log)
