@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -109,14 +110,22 @@ def test_bad_files_are_typed_errors(tmp_path):
     n = int.from_bytes(data[:8], "little")
     head = json.loads(data[8:8 + n])
     meta = json.loads(head["__metadata__"]["foveate"])
-    meta["format_version"] = FORMAT_VERSION + 1
-    head["__metadata__"]["foveate"] = json.dumps(meta)
-    blob = json.dumps(head).encode()
-    blob += b" " * ((8 - len(blob) % 8) % 8)
-    newer = tmp_path / "newer.safetensors"
-    newer.write_bytes(len(blob).to_bytes(8, "little") + blob + data[8 + n:])
+
+    def rewritten(name: str, change) -> Path:
+        m = json.loads(json.dumps(meta))
+        change(m)
+        h = {**head, "__metadata__": {"foveate": json.dumps(m)}}
+        blob = json.dumps(h).encode()
+        blob += b" " * ((8 - len(blob) % 8) % 8)
+        out = tmp_path / name
+        out.write_bytes(len(blob).to_bytes(8, "little") + blob + data[8 + n:])
+        return out
+
     with pytest.raises(WeightsError, match="format version"):
-        load_weights(newer)
+        load_weights(rewritten("newer.safetensors", lambda m: m.update(format_version=FORMAT_VERSION + 1)))
+    for bad in (-0.5, 1.5, float("nan")):  # a hand-edited fill outside [0, 1]
+        with pytest.raises(WeightsError, match="fill"):
+            load_weights(rewritten(f"fill{bad}.safetensors", lambda m: m["text"].update(fill=bad)))
     truncated = tmp_path / "truncated.safetensors"
     truncated.write_bytes(data[: len(data) // 2])
     with pytest.raises(WeightsError):

@@ -176,12 +176,15 @@ class Weights:
         # a channel training dropped (constant on every training tile) keeps its hand-set weight; the file lists it
         # only for its need, so its zero weight row is not read as a learned weight
         dropped = set(((meta.get("meta") or {}).get("scorer") or {}).get("constant_channels") or ())
+        fill = float(text.get("fill", TEXT_FILL))
+        if not 0.0 <= fill <= 1.0:  # NaN fails too
+            raise ValueError(f"text fill {fill} is outside [0, 1]")
         return cls(name, {c: tuple(v) for c, v in zip(channels, cw) if c not in dropped},
                    {c: tuple(v) for c, v in zip(channels, cn)},
                    dict(zip(terms, qw)), dict(zip(terms, qn)), float(meta.get("bias", 0.0)),
                    float(meta.get("need_floor", NEED_FLOOR)), prior, ranker,
                    float(text.get("sharpness", TEXT_SHARPNESS)), float(text.get("pad", TEXT_PAD)),
-                   float(text.get("fill", TEXT_FILL)), meta.get("floor"), meta.get("meta") or {})
+                   fill, meta.get("floor"), meta.get("meta") or {})
 
     def describe(self) -> dict:
         """A short summary for ``foveate info`` and logs."""
