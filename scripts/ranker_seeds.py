@@ -33,6 +33,7 @@ def _pages(cache: Path):
 
 
 def seeds(cache: Path, n: int) -> None:
+    from foveate.query.text.ranker import softmax
     from foveate.train.data import by_split
     from foveate.train.ranker import build_groups, fit_ranker
 
@@ -46,9 +47,7 @@ def seeds(cache: Path, n: int) -> None:
     groups = [g for g in build_groups(val, rankers[0]) if g.positive[:-1].any()]
 
     def soft(r, g):
-        s = r.logits(g.rows, g.query_embedding).astype(np.float64)
-        e = np.exp(s - s.max())
-        return e / e.sum()
+        return softmax(r.logits(g.rows, g.query_embedding).astype(np.float64))
 
     def top1(probs, sets):
         gs = [g for g in groups if sets is None or g.set in sets]

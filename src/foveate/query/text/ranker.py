@@ -31,6 +31,12 @@ if TYPE_CHECKING:
     from .layout import TextIndex
 
 
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """The softmax of (N,) logits, in their dtype."""
+    e = np.exp(logits - logits.max())
+    return e / e.sum()
+
+
 class AnswerRanker(nn.Module):
     """Logits over a page's OCR lines for a question.
 
@@ -121,9 +127,7 @@ class AnswerRanker(nn.Module):
         if not index.lines:
             return np.zeros(0, np.float32)
         rows, eq = self.features(index, text)
-        s = self.logits(rows, eq)
-        p = np.exp(s - s.max())
-        return (p[:-1] / p.sum()).astype(np.float32)
+        return softmax(self.logits(rows, eq))[:-1].astype(np.float32)
 
     def config(self) -> dict:
         """What rebuilds this architecture (stored in the weights file)."""
@@ -156,9 +160,7 @@ class RankerEnsemble(nn.Module):
         """(N + 1,) the log of the members' mean softmax (lines, then no line): a softmax of it is that mean."""
         p = np.zeros(len(rows) + 1, np.float64)
         for m in self.members:
-            s = m.logits(rows, query_embedding).astype(np.float64)
-            e = np.exp(s - s.max())
-            p += e / e.sum()
+            p += softmax(m.logits(rows, query_embedding).astype(np.float64))
         return np.log(np.maximum(p / len(self.members), 1e-30)).astype(np.float32)
 
     probabilities = AnswerRanker.probabilities  # the softmax of :meth:`logits`, which is the members' mean
