@@ -19,7 +19,7 @@ def tiny_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("train")
     data = make_dataset(root / "receipts", 14, kinds=("receipt",), seed=7)
     cfg = TrainConfig((str(data),), root / "w.safetensors", cache=root / "cache", seed=0, budgets=(64, 144),
-                      epochs=6)
+                      epochs=6, workers=2)
     return cfg, train(cfg, log=lambda m: None)
 
 
@@ -50,11 +50,15 @@ def test_the_weights_file_records_how_it_was_made(tiny_run):
 
 @pytest.mark.slow
 def test_training_is_deterministic_for_a_seed(tiny_run, tmp_path):
+    """... and does not depend on the number of worker processes (the tiny run forks 2, this one runs in one)."""
     cfg, res = tiny_run
     again = train(TrainConfig(cfg.sources, tmp_path / "again.safetensors", cache=cfg.cache, seed=0,
-                              budgets=cfg.budgets, epochs=cfg.epochs, evaluate_test=False), log=lambda m: None)
+                              budgets=cfg.budgets, epochs=cfg.epochs, evaluate_test=False, workers=1),
+                  log=lambda m: None)
     a, b = res.weights, again.weights
     assert a.channel == b.channel and a.query == b.query and a.floor == b.floor
+    assert a.text_sharpness == b.text_sharpness and a.text_fill == b.text_fill and a.level_prior == b.level_prior
+    assert again.report["validation_hit"] == res.report["validation_hit"]
     sa, sb = a.ranker.state_dict(), b.ranker.state_dict()
     assert all(np.array_equal(sa[k].numpy(), sb[k].numpy()) for k in sa)
 

@@ -4,6 +4,7 @@ document data set to train or evaluate on)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -29,6 +30,8 @@ def train(
                                                          "file trained on the same sources and seed) and refit only "
                                                          "the text term's constants and the floor gate."),
     report: Path | None = typer.Option(None, "--report", help="Also write the report (JSON) here."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Processes evaluating selections (default: "
+                                                                  "every core; the result does not depend on it)."),
 ) -> None:
     """Learn relevance from annotated data: the text term's answer ranker, the scorer's channel and query weights
     and per-level prior, and the uniform-floor gate.  Split by image (train / validation / test); prints
@@ -45,8 +48,10 @@ def train(
         raise FoveateError("--epochs must be at least 1")
     if not 1 <= rankers <= 9:
         raise FoveateError("--rankers must be between 1 and 9")
+    if workers is not None and workers < 1:
+        raise FoveateError("--workers must be at least 1")
     cfg = TrainConfig(tuple(sources), output, cache, seed, preset, _numbers(budget, "--budget", kind=int), epochs,
-                      rankers, evaluate_test=not no_test, start=start)
+                      rankers, evaluate_test=not no_test, start=start, workers=workers)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("reading", total=None)

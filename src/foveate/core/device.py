@@ -4,7 +4,8 @@ Encoding runs its image filters in OpenCV on the CPU (10-20x faster than torch c
 images); the feature texture, the scorer and the selection live on ``resolve_device(...)``.  Features are
 *stored* in ``STORAGE_DTYPE`` (half the bytes: a 40-channel 1024x1024 texture fits in < 1 MB) and *computed*
 in ``COMPUTE_DTYPE``.  Threads: :data:`REQUEST_THREADS` for a query's MiniLM pass, :func:`ocr_threads` for the
-OCR models, :func:`encode_overlap` for running the OCR beside the other channel groups.
+OCR models, :func:`encode_overlap` for running the OCR beside the other channel groups, :func:`train_workers` for
+``foveate train``'s evaluation processes.
 
 torch is imported on first use (``STORAGE_DTYPE`` and ``COMPUTE_DTYPE`` are resolved lazily), so reading this
 module costs nothing.
@@ -144,13 +145,25 @@ def ocr_threads() -> int:
     detector and recognizer are large convolutions on large inputs: on 2 cores two threads ran them 1.8-1.9x as
     fast as one when this was written (not recorded in BENCHMARKS.md), unlike a query's small MiniLM pass
     (:data:`REQUEST_THREADS`)."""
-    env = os.environ.get("FOVEATE_OCR_THREADS", "").strip()
-    if env:
-        try:
-            return max(1, int(env))
-        except ValueError:
-            raise DeviceError(f"FOVEATE_OCR_THREADS must be a whole number, got {env!r}") from None
-    return cpu_cores()
+    return _env_count("FOVEATE_OCR_THREADS", cpu_cores())
+
+
+def train_workers() -> int:
+    """Processes that evaluate selections while ``foveate train`` fits and validates (forked from the process that
+    holds the textures; every one runs its models on one thread): every core (``$FOVEATE_TRAIN_WORKERS``
+    overrides).  The work is numpy and Python over many small selections, one core each."""
+    return _env_count("FOVEATE_TRAIN_WORKERS", cpu_cores())
+
+
+def _env_count(name: str, default: int) -> int:
+    """A count from the environment variable ``name`` (at least 1), else ``default``."""
+    env = os.environ.get(name, "").strip()
+    if not env:
+        return default
+    try:
+        return max(1, int(env))
+    except ValueError:
+        raise DeviceError(f"{name} must be a whole number, got {env!r}") from None
 
 
 def encode_overlap() -> bool:

@@ -15,6 +15,7 @@ from ..selection import select
 from ..selection.floor import floor_features
 from ..selection.uniform import uniform_grid
 from .data import Page, Sample
+from .fork import fork_map
 
 
 def hit(boxes: np.ndarray, scales: np.ndarray, s: Sample, image_size: tuple[int, int]) -> tuple[bool, float]:
@@ -25,42 +26,75 @@ def hit(boxes: np.ndarray, scales: np.ndarray, s: Sample, image_size: tuple[int,
 
 def records(pages: list[Page], weights: dict[str, object], budgets: tuple[int, ...], floor: str = "auto",
             gate_features: bool = False, prompts: bool = True,
-            progress: Callable[[int, int], None] | None = None) -> list[dict]:
+            progress: Callable[[int, int], None] | None = None, workers: int = 1) -> list[dict]:
     """One record per (question, budget): the hit and legible coverage of each named weights' selection (quadtree,
     ``floor`` as given) and of the uniform layout; with ``gate_features``, the floor gate's inputs for the first
     weights.  Budgets below a texture's coarsest cover are skipped (as ``foveate eval`` does); ``prompts=False``
-    leaves out the questions asked with a point prompt."""
+    leaves out the questions asked with a point prompt.
+
+    ``workers`` > 1 splits the pages among that many forked processes (:func:`~foveate.train.fork.fork_map`): the
+    records are the same, in the same order, as one process's."""
+    job = (weights, budgets, floor, gate_features, prompts)
+    if workers > 1 and len(pages) > 1:
+        ready_query_encoder(pages)
+    chunks = [(pages[i:i + _CHUNK], *job) for i in range(0, len(pages), _CHUNK)]
+    out: list[dict] = []
+    done = 0
+    for recs, n in fork_map(_chunk_records, chunks, workers):
+        out += recs
+        done += n
+        if progress:
+            progress(done, len(pages))
+    return out
+
+
+_CHUNK = 4  # pages a worker takes at a time: small enough to balance 2 workers, large enough to amortise the pickle
+
+
+def _chunk_records(pages: list[Page], *job) -> tuple[list[dict], int]:
+    return [r for page in pages for r in _page_records(page, *job)], len(pages)
+
+
+def ready_query_encoder(pages: list[Page]) -> None:
+    """Set the query encoder up in this process before forking (its first use may export MiniLM to ONNX, which
+    workers racing each other would do twice): the workers inherit the set-up session."""
+    from ..query.text.embed import embed_query
+
+    text = next((s.text for p in pages for s in p.samples if s.text), None)
+    if text:
+        embed_query(text)
+
+
+def _page_records(page: Page, weights: dict[str, object], budgets: tuple[int, ...], floor: str, gate_features: bool,
+                  prompts: bool) -> list[dict]:
     out = []
     if gate_features:
         from ..weights import load_weights
 
         gated = load_weights(next(iter(weights.values())))
-    for i, page in enumerate(pages):
-        tex = page.texture
-        size = tex.image_size
-        for budget in budgets:
-            try:
-                ub, us, _ = uniform_grid(size, tex.patch_size, budget)
-            except BudgetError:
+    tex = page.texture
+    size = tex.image_size
+    for budget in budgets:
+        try:
+            ub, us, _ = uniform_grid(size, tex.patch_size, budget)
+        except BudgetError:
+            continue
+        uscales = np.full(len(ub), us)
+        for s in page.samples:
+            if s.points and not prompts:
                 continue
-            uscales = np.full(len(ub), us)
-            for s in page.samples:
-                if s.points and not prompts:
-                    continue
-                rec = {"set": page.set, "image": page.image, "budget": budget, "text": s.text,
-                       "prompt": bool(s.points), "methods": {}}
-                try:
-                    for name, w in weights.items():
-                        sel = select(tex, s.query, budget, weights=w, cut=False, floor=floor)
-                        rec["methods"][name] = hit(sel.boxes, sel.scales, s, size) + (sel.layout,)
-                except BudgetError:
-                    break
-                rec["methods"]["uniform"] = hit(ub, uscales, s, size) + ("uniform",)
-                if gate_features:
-                    rec["features"] = floor_features(tex, Query.coerce(s.query), gated.scorer(tex.channels), budget)
-                out.append(rec)
-        if progress:
-            progress(i + 1, len(pages))
+            rec = {"set": page.set, "image": page.image, "budget": budget, "text": s.text,
+                   "prompt": bool(s.points), "methods": {}}
+            try:
+                for name, w in weights.items():
+                    sel = select(tex, s.query, budget, weights=w, cut=False, floor=floor)
+                    rec["methods"][name] = hit(sel.boxes, sel.scales, s, size) + (sel.layout,)
+            except BudgetError:
+                break
+            rec["methods"]["uniform"] = hit(ub, uscales, s, size) + ("uniform",)
+            if gate_features:
+                rec["features"] = floor_features(tex, Query.coerce(s.query), gated.scorer(tex.channels), budget)
+            out.append(rec)
     return out
 
 

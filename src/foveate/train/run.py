@@ -33,11 +33,13 @@ import numpy as np
 import torch
 
 from ..core.config import EncodeConfig
+from ..core.device import train_workers
 from ..eval.data import SPLIT_SHARES
 from ..query.terms import QUERY_TERMS
 from ..weights import Weights
 from .data import Page, by_split, load_pages, resolve_sources
-from .evaluate import format_table, hit_table, records
+from .evaluate import format_table, hit_table, ready_query_encoder, records
+from .fork import fork_map
 from .floor import choose_gate
 from .ranker import build_groups, fit_rankers, top_k_accuracy
 from .tiles import fit_poisson, scorer_fields, tile_rows
@@ -67,6 +69,8 @@ class TrainConfig:
         evaluate_test: evaluate the test split at the end (once).
         start: a weights file (or ``"default"``) whose ranker and scorer are kept; only the text term's constants and
             the floor gate are fitted (see the module docstring).
+        workers: processes that evaluate selections (the text term's search, the gate's records, validation, test);
+            ``None``: :func:`foveate.core.device.train_workers`.  The figures and the file do not depend on it.
     """
 
     sources: tuple[str, ...]
@@ -80,6 +84,7 @@ class TrainConfig:
     prompts: float = 0.1
     evaluate_test: bool = True
     start: str | None = None
+    workers: int | None = None
 
 
 @dataclass
@@ -99,18 +104,37 @@ def _sets_digest(folders: list[Path]) -> dict[str, str]:
     return out
 
 
-def _cross_fit_scorers(train_pages: list[Page], final: Weights, cfg: TrainConfig, log) -> dict[int, object]:
-    """For each training page, a scorer whose ranker was fitted on the other half of the training pages."""
-    rng = random.Random(cfg.seed + 1)
-    idx = list(range(len(train_pages)))
+def _cross_fit_halves(n: int, seed: int) -> list[list[int]]:
+    """The training pages' two halves (indices) for cross-fitting: each half's maps come from a ranker fitted on the
+    other half."""
+    rng = random.Random(seed + 1)
+    idx = list(range(n))
     rng.shuffle(idx)
-    halves = [sorted(idx[: len(idx) // 2]), sorted(idx[len(idx) // 2:])]
-    scorers: dict[int, object] = {}
+    return [sorted(idx[: n // 2]), sorted(idx[n // 2:])]
+
+
+def _fit_rankers_cross_fitted(train_pages: list[Page], cfg: TrainConfig, log) -> tuple[object, dict, list[object]]:
+    """The ranker on every training page, and the two cross-fitting rankers (each on one half), fitted side by side
+    in ``cfg.workers`` processes: ``(ranker, report, [ranker for half 0's maps, ranker for half 1's maps])``."""
+    halves = _cross_fit_halves(len(train_pages), cfg.seed)
+    calls = [(train_pages, cfg.seed, cfg.rankers, cfg.epochs, log)]
     for k, half in enumerate(halves):
         other = [train_pages[i] for i in halves[1 - k]]
         log(f"cross-fitting: ranker on {len(other)} pages for the maps of {len(half)} others")
-        ranker, _ = fit_rankers(other, seed=cfg.seed + 10 + k * cfg.rankers, members=cfg.rankers,
-                                max_epochs=cfg.epochs, log=lambda *_: None)
+        calls.append((other, cfg.seed + 10 + k * cfg.rankers, cfg.rankers, cfg.epochs, None))
+    ready_query_encoder(train_pages)
+    (ranker, report), *cross = fork_map(_fit_rankers, calls, cfg.workers or 1)
+    return ranker, report, [r for r, _ in cross]
+
+
+def _fit_rankers(pages: list[Page], seed: int, members: int, epochs: int, log) -> tuple[object, dict]:
+    return fit_rankers(pages, seed=seed, members=members, max_epochs=epochs, log=log or (lambda *_: None))
+
+
+def _cross_fit_scorers(train_pages: list[Page], final: Weights, cross: list[object], seed: int) -> dict[int, object]:
+    """For each training page, a scorer whose ranker was fitted on the other half of the training pages."""
+    scorers: dict[int, object] = {}
+    for half, ranker in zip(_cross_fit_halves(len(train_pages), seed), cross):
         w = dataclasses.replace(final, ranker=ranker, _scorers={})
         for i in half:
             scorers[i] = w.scorer(train_pages[i].texture.channels)
@@ -149,7 +173,7 @@ def calibrate_text_term(weights: Weights, pages: list[Page], cfg: TrainConfig, l
         sample += ps[:30]
 
     def search(named: dict[str, Weights]) -> tuple[str, dict[str, float]]:
-        recs = records(sample, named, cfg.budgets, floor="off", prompts=False)
+        recs = records(sample, named, cfg.budgets, floor="off", prompts=False, workers=cfg.workers or 1)
         for r in recs:  # judged above the floor: where the uniform layout wins, the gate (fitted next) takes it
             u = r["methods"]["uniform"]
             for n in named:
@@ -218,13 +242,13 @@ def _fit_ranker_and_scorer(train_p: list[Page], cfg: TrainConfig, log, timings: 
     Returns ``(weights, ranker, ranker report, scorer report)``; the text term's grid search comes next."""
     t0 = time.perf_counter()
     log("ranker: fitting on the training split")
-    ranker, ranker_report = fit_rankers(train_p, seed=cfg.seed, members=cfg.rankers, max_epochs=cfg.epochs, log=log)
+    ranker, ranker_report, cross = _fit_rankers_cross_fitted(train_p, cfg, log)
     timings["ranker"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     handset = Weights.handset()
     base = dataclasses.replace(handset, name=cfg.output.stem, ranker=ranker, _scorers={})
-    scorers = _cross_fit_scorers(train_p, base, cfg, log)
+    scorers = _cross_fit_scorers(train_p, base, cross, cfg.seed)
     terms = list(QUERY_TERMS)
     log("scorer: per-tile Poisson regression on the oracle's split priority")
     data = tile_rows(train_p, scorers, terms, seed=cfg.seed)
@@ -283,6 +307,8 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
     from .. import __version__
 
     start = time.perf_counter()
+    if cfg.workers is None:
+        cfg = dataclasses.replace(cfg, workers=train_workers())
     timings: dict[str, float] = {}
     cfg.cache.mkdir(parents=True, exist_ok=True)
     folders = resolve_sources(list(cfg.sources), cfg.cache, cfg.seed)
@@ -309,7 +335,8 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
 
     t0 = time.perf_counter()
     log("floor: the uniform-floor gate on the training split's (question, budget) pairs")
-    recs = records(train_p, {"learned": learned}, cfg.budgets, floor="off", gate_features=True)
+    recs = records(train_p, {"learned": learned}, cfg.budgets, floor="off", gate_features=True,
+                   workers=cfg.workers)
     learned.floor, gate_report = choose_gate(recs, "learned", seed=cfg.seed)
     learned._scorers.clear()
     log(f"floor: legible {gate_report['chosen']['legible']}, tie {gate_report['chosen']['tie']} by "
@@ -321,7 +348,7 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
     t0 = time.perf_counter()
     log("validation: hand-set vs learned vs uniform, same textures")
     compare = {"handset": handset, "learned": learned}
-    val_recs = records(val_p, compare, cfg.budgets, prompts=False)
+    val_recs = records(val_p, compare, cfg.budgets, prompts=False, workers=cfg.workers)
     val_table = hit_table(val_recs)
     val_groups = build_groups(val_p, ranker)
     report = {
@@ -342,7 +369,7 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
     if cfg.evaluate_test and test_p:
         t0 = time.perf_counter()
         log("test: evaluated once, at the end")
-        test_table = hit_table(records(test_p, compare, cfg.budgets, prompts=False))
+        test_table = hit_table(records(test_p, compare, cfg.budgets, prompts=False, workers=cfg.workers))
         report["test_hit"] = test_table
         md.append(format_table(test_table, ["handset", "learned", "uniform"], "Test hit % (quadtree)"))
         timings["test"] = time.perf_counter() - t0

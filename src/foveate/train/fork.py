@@ -1,0 +1,44 @@
+"""Calls in forked worker processes that inherit their arguments instead of pickling them (``foveate train``'s
+textures are gigabytes; only the results travel back).
+
+Where the OS does not fork, or with one worker, the calls run here, one after another.  Either way the results
+come back in call order, and each call runs the same code on one thread, so they are the same.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+_CALLS: tuple[Callable[..., Any], Sequence[tuple]] | None = None  # what the forked workers read
+
+
+def _run(i: int) -> Any:
+    fn, calls = _CALLS
+    return fn(*calls[i])
+
+
+def fork_map(fn: Callable[..., Any], calls: Sequence[tuple], workers: int) -> Iterator[Any]:
+    """``fn(*call)`` for each call, in up to ``workers`` forked processes, yielded in call order.  ``fn`` must not
+    start a model that is not set up already (a session that the fork copies half-made) or threads of its own."""
+    if workers <= 1 or len(calls) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        for call in calls:
+            yield fn(*call)
+        return
+    global _CALLS
+    if _CALLS is not None:
+        raise RuntimeError("fork_map does not nest")
+    _CALLS = (fn, calls)
+    old = os.environ.get("TOKENIZERS_PARALLELISM")
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # the Rust tokenizer's pool does not survive a fork: say so, quietly
+    try:
+        with multiprocessing.get_context("fork").Pool(min(workers, len(calls))) as pool:
+            yield from pool.imap(_run, range(len(calls)))
+    finally:
+        _CALLS = None
+        if old is None:
+            os.environ.pop("TOKENIZERS_PARALLELISM", None)
+        else:
+            os.environ["TOKENIZERS_PARALLELISM"] = old

@@ -1,0 +1,72 @@
+"""``fork_map``: calls in forked workers that inherit their arguments, results in call order, the same as one
+process's."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+
+import numpy as np
+import pytest
+
+from foveate.train.fork import fork_map
+
+forks = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="the OS does not fork")
+BIG = np.arange(2_000_000, dtype=np.float64)  # inherited by the workers, never pickled to them
+
+
+def _work(i: int, arr: np.ndarray) -> tuple[int, float, int]:
+    rng = np.random.default_rng(i)
+    return i, float((arr[i::7] * rng.random()).sum()), os.getpid()
+
+
+@forks
+def test_results_in_call_order_equal_to_one_process():
+    calls = [(i, BIG) for i in range(9)]
+    here = list(fork_map(_work, calls, workers=1))
+    forked = list(fork_map(_work, calls, workers=2))
+    assert [r[:2] for r in forked] == [r[:2] for r in here]
+    assert [r[0] for r in forked] == list(range(9))
+    assert {r[2] for r in here} == {os.getpid()}
+    assert os.getpid() not in {r[2] for r in forked}  # it did fork
+
+
+def test_one_worker_or_one_call_runs_here():
+    assert [r[2] for r in fork_map(_work, [(0, BIG)], workers=4)] == [os.getpid()]
+    assert list(fork_map(_work, [], workers=2)) == []
+
+
+def _nested(i: int) -> list:
+    return list(fork_map(_work, [(i, BIG), (i + 1, BIG)], workers=2))
+
+
+def _fails(i: int) -> int:
+    if i == 3:
+        raise ValueError("call 3 fails")
+    return i
+
+
+@forks
+def test_a_failing_call_raises_here_and_the_map_can_run_again():
+    with pytest.raises(ValueError, match="call 3 fails"):
+        list(fork_map(_fails, [(i,) for i in range(6)], workers=2))
+    assert list(fork_map(_fails, [(i,) for i in range(3)], workers=2)) == [0, 1, 2]
+
+
+@forks
+def test_nesting_is_refused():
+    with pytest.raises(RuntimeError, match="nest"):
+        list(fork_map(_nested, [(0,), (1,)], workers=2))
+
+
+def test_workers_are_decided_in_one_place(monkeypatch):
+    from foveate.core import device
+    from foveate.core.errors import DeviceError
+
+    monkeypatch.setenv("FOVEATE_TRAIN_WORKERS", "3")
+    assert device.train_workers() == 3
+    monkeypatch.setenv("FOVEATE_TRAIN_WORKERS", "two")
+    with pytest.raises(DeviceError, match="FOVEATE_TRAIN_WORKERS"):
+        device.train_workers()
+    monkeypatch.delenv("FOVEATE_TRAIN_WORKERS")
+    assert device.train_workers() == device.cpu_cores() >= 1
