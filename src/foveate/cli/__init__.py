@@ -21,8 +21,10 @@ from .common import app, err
 
 def main() -> None:
     """Console entry point: run the app, turning foveate errors into one-line messages."""
+    from ..core.device import tune_allocator
     from .dist import ray_flag_argv
 
+    tune_allocator()
     try:
         app(args=ray_flag_argv(sys.argv[1:]))
     except FoveateError as exc:

@@ -56,10 +56,11 @@ class EncodeWorker:
 
     def __init__(self, config: dict, output: str, job: str, columns: dict[str, str | None], done_sources: KeySet,
                  done_ids: KeySet, device: str = "cpu", threads: int = 1) -> None:
-        from ..core.device import resolve_device
+        from ..core.device import resolve_device, tune_allocator
         from ..core.texture import encode_array
 
         set_threads(threads)
+        tune_allocator()  # a worker process encodes many images: keep freed memory for the next (foveate.core.device)
         self.config = EncodeConfig.from_dict(config)
         self.device = resolve_device(device)
         self.output, self.job, self.columns = output, job, columns

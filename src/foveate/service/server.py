@@ -27,6 +27,7 @@ from collections import Counter
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol as _UvicornH11
 
+from ..core.device import tune_allocator
 from .guard import MAX_REQUEST_HEAD
 from .settings import ServiceSettings
 
@@ -142,6 +143,7 @@ def run_server(app, settings: ServiceSettings, log_level: str = "info") -> None:
     import uvicorn
 
     raise_fd_limit()
+    tune_allocator()
     configure(settings)
     uvicorn.run(app, host=settings.host, port=settings.port, log_level=log_level, http=H11Protocol,
                 timeout_keep_alive=5, timeout_graceful_shutdown=5, h11_max_incomplete_event_size=MAX_REQUEST_HEAD)
