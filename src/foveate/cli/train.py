@@ -30,8 +30,8 @@ def train(
                                                          "file trained on the same sources and seed) and refit only "
                                                          "the text term's constants and the floor gate."),
     report: Path | None = typer.Option(None, "--report", help="Also write the report (JSON) here."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Processes evaluating selections (default: "
-                                                                  "every core; the result does not depend on it)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Worker processes (default: every core; "
+                                                                  "the result does not depend on it)."),
 ) -> None:
     """Learn relevance from annotated data: the text term's answer ranker, the scorer's channel and query weights
     and per-level prior, and the uniform-floor gate.  Split by image (train / validation / test); prints

@@ -149,9 +149,9 @@ def ocr_threads() -> int:
 
 
 def train_workers() -> int:
-    """Processes that evaluate selections while ``foveate train`` fits and validates (forked from the process that
-    holds the textures; every one runs its models on one thread): every core (``$FOVEATE_TRAIN_WORKERS``
-    overrides).  The work is numpy and Python over many small selections, one core each."""
+    """Processes in which ``foveate train`` fits its rankers side by side and evaluates selections (forked from the
+    process that holds the textures; every one runs its models on one thread): every core
+    (``$FOVEATE_TRAIN_WORKERS`` overrides).  The work is small models, numpy and Python: one core each."""
     return _env_count("FOVEATE_TRAIN_WORKERS", cpu_cores())
 
 

@@ -69,8 +69,9 @@ class TrainConfig:
         evaluate_test: evaluate the test split at the end (once).
         start: a weights file (or ``"default"``) whose ranker and scorer are kept; only the text term's constants and
             the floor gate are fitted (see the module docstring).
-        workers: processes that evaluate selections (the text term's search, the gate's records, validation, test);
-            ``None``: :func:`foveate.core.device.train_workers`.  The figures and the file do not depend on it.
+        workers: processes that fit the rankers side by side and evaluate selections (the text term's search, the
+            gate's records, validation, test); ``None``: :func:`foveate.core.device.train_workers`.  The figures and
+            the file do not depend on it.
     """
 
     sources: tuple[str, ...]
