@@ -165,7 +165,7 @@ def test_ensemble_averages_its_members_probabilities(page_texture):
     q = "Who issued the invoice?"
     rows, eq = members[0].features(index, q)
     with torch.no_grad():  # the reference: each member's torch softmax over lines and the no-line option
-        soft = [torch.softmax(m(torch.from_numpy(rows), torch.from_numpy(eq)), 0).numpy() for m in members]
+        soft = [torch.softmax(m(torch.tensor(rows), torch.tensor(eq)), 0).numpy() for m in members]
     want = np.mean(soft, 0)
     np.testing.assert_allclose(ens.probabilities(index, q), want[:-1], rtol=1e-4, atol=1e-6)
     e = np.exp(ens.logits(rows, eq))
