@@ -14,6 +14,7 @@ module costs nothing.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 from collections.abc import Iterator
@@ -169,9 +170,9 @@ def _env_count(name: str, default: int) -> int:
 #: glibc ``mallopt`` parameters (malloc.h) and the values :func:`tune_allocator` sets
 _M_TRIM_THRESHOLD, _M_TOP_PAD, _M_MMAP_THRESHOLD = -1, -2, -3
 ALLOCATOR = {"mmap_threshold": 256 << 20, "trim_threshold": 512 << 20, "top_pad": 64 << 20}
-_ALLOCATOR_TUNED: list[bool] = []
 
 
+@functools.cache
 def tune_allocator() -> bool:
     """Keep freed memory in the process for the next encode (glibc only; once per process; ``$FOVEATE_MALLOC=0``
     leaves the allocator alone).  By default glibc serves every array above a threshold (at most 32 MB) with a fresh
@@ -179,23 +180,19 @@ def tune_allocator() -> bool:
     page faults on every one: on 2 cores a 960x540 frame's ``fast`` encode spent half its time in the kernel
     (BENCHMARKS.md).  The price: the process keeps its high-water mark of memory until it exits.  The command line
     and the service call this at start; a library user may call it once.  Returns whether the settings apply."""
-    if _ALLOCATOR_TUNED:
-        return _ALLOCATOR_TUNED[0]
-    ok = False
-    if os.environ.get("FOVEATE_MALLOC", "1").strip() != "0":
-        try:
-            import ctypes
+    if os.environ.get("FOVEATE_MALLOC", "1").strip() == "0":
+        return False
+    try:
+        import ctypes
 
-            libc = ctypes.CDLL(None)
-            mallopt = getattr(libc, "mallopt", None)
-            ok = mallopt is not None and all(
-                mallopt(k, v) == 1 for k, v in ((_M_MMAP_THRESHOLD, ALLOCATOR["mmap_threshold"]),
-                                                (_M_TRIM_THRESHOLD, ALLOCATOR["trim_threshold"]),
-                                                (_M_TOP_PAD, ALLOCATOR["top_pad"])))
-        except (OSError, AttributeError):  # not glibc (macOS, Windows, musl without mallopt): nothing to tune
-            ok = False
-    _ALLOCATOR_TUNED.append(ok)
-    return ok
+        mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
+    except OSError:
+        return False
+    # not glibc (macOS, Windows, musl without mallopt): nothing to tune
+    return mallopt is not None and all(
+        mallopt(k, v) == 1 for k, v in ((_M_MMAP_THRESHOLD, ALLOCATOR["mmap_threshold"]),
+                                        (_M_TRIM_THRESHOLD, ALLOCATOR["trim_threshold"]),
+                                        (_M_TOP_PAD, ALLOCATOR["top_pad"])))
 
 
 def encode_overlap() -> bool:

@@ -69,21 +69,11 @@ class _StableScorer(nn.Module):
     def prior(self, num_levels):
         return self.base.prior(num_levels)
 
-    @property
-    def text_ranker(self):
-        return getattr(self.base, "text_ranker", None)
-
-    @property
-    def text_sharpness(self):
-        return self.base.text_sharpness
-
-    @property
-    def text_pad(self):
-        return self.base.text_pad
-
-    @property
-    def text_fill(self):
-        return self.base.text_fill
+    # the text term reads how to paint from the scorer: the wrapped one's
+    text_ranker = property(lambda self: getattr(self.base, "text_ranker", None))
+    text_sharpness = property(lambda self: self.base.text_sharpness)
+    text_pad = property(lambda self: self.base.text_pad)
+    text_fill = property(lambda self: self.base.text_fill)
 
 
 def _kept_tiles(shapes: list[tuple[int, int]], last: _StreamMemory, mode: str) -> tuple[list, list]:
