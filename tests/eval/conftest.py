@@ -11,6 +11,15 @@ from foveate.eval.runner import EvalConfig, run_eval
 from .common import FAST, make_eval_set
 
 
+@pytest.fixture(scope="package", autouse=True)
+def _default_weights_loaded():
+    """The package's weights hold a ranker from ``foveate.query.text``, which tests block to make OCR unavailable:
+    load them first (they are cached), so that a test run alone behaves as in the whole suite."""
+    from foveate.weights import load_weights
+
+    load_weights("default")
+
+
 @pytest.fixture(scope="package")
 def eval_set(tmp_path_factory):
     root = tmp_path_factory.mktemp("evalset")

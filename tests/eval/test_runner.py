@@ -61,10 +61,14 @@ def test_limit_samples_queries_reproducibly(eval_set, monkeypatch):
 def test_budget_below_the_coarsest_cover_is_reported_per_line(eval_set, monkeypatch):
     root, _ = eval_set
     monkeypatch.setitem(sys.modules, "foveate.query.text", None)
-    r = run_eval(root, EvalConfig(budgets=(3, 64), encode=FAST, random_seeds=1))
+    r = run_eval(root, EvalConfig(budgets=(3, 64), encode=FAST, random_seeds=1, select=SelectConfig(mode="quadtree")))
     assert r.counts["problem:budget"] > 0
     assert {rec["budget"] for rec in r.records} == {64}
     assert all("budget 3" in p.message for p in r.problems if p.kind == "budget")
+    # mode auto takes the top-k layout where the quadtree cannot start: budget 3 is evaluated, within budget
+    r = run_eval(root, EvalConfig(budgets=(3,), encode=FAST, random_seeds=1))
+    assert "problem:budget" not in r.counts and r.records
+    assert all(m["tokens"] <= 3 for rec in r.records for k, m in rec["methods"].items() if k != "full")
 
 
 def test_parse_select_values_and_variants():

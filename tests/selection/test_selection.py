@@ -194,8 +194,10 @@ def test_bad_budgets_modes_and_prompts(page_texture):
     with pytest.raises(BudgetError):
         select(page_texture, None, 2.5)
     with pytest.raises(BudgetError, match="coarsest"):
-        select(page_texture, None, 3)  # the 850x1100 page has 4x5 = 20 tiles at level 4
+        select(page_texture, None, 3, mode="quadtree")  # the 850x1100 page has 4x5 = 20 tiles at level 4
     assert len(select(page_texture, None, 3, mode="topk")) == 3
+    low = select(page_texture, None, 3)  # auto: below the quadtree's cover, the top-k layout is the one left
+    assert (low.mode, len(low)) == ("topk", 3)
     with pytest.raises(ConfigError, match="unknown selection mode"):
         select(page_texture, None, mode="spiral")
     with pytest.raises(QueryError, match="outside"):

@@ -402,15 +402,17 @@ def _png_header_only(width: int, height: int) -> bytes:
 
 
 def test_budget_checked_from_the_image_size_before_decoding(tmp_path):
-    """8000 x 8000 (64 MP) and 1 x 1,000,000 on the default budget: the quadtree's coarsest level alone needs
-    more tokens -- said from the header, before decoding (the 64 MP file holds no pixel data at all)."""
+    """8000 x 8000 (64 MP) and 1 x 1,000,000 on the default budget in mode quadtree: its coarsest level alone needs
+    more tokens -- said from the header, before decoding (the 64 MP file holds no pixel data at all).  (Mode auto,
+    the default, takes the top-k layout there instead.)"""
     big = tmp_path / "big.png"
     big.write_bytes(_png_header_only(8000, 8000))
     strip = tmp_path / "strip.png"
     Image.new("RGB", (1_000_000, 1), "white").save(strip)
     cli = [sys.executable, "-m", "foveate.cli"]
     for cmd, path, tiles in (("select", big, 1024), ("select", strip, 3907), ("prompt", big, 1024)):
-        args = [cmd, str(path), "-o", str(tmp_path / "out")] + (["-q", "total"] if cmd == "prompt" else [])
+        args = [cmd, str(path), "-o", str(tmp_path / "out"), "--mode", "quadtree"]
+        args += ["-q", "total"] if cmd == "prompt" else []
         r = subprocess.run(cli + args, capture_output=True, text=True, timeout=60)
         assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
         assert f"below the {tiles} tiles of the coarsest level" in r.stderr and "topk" in r.stderr, r.stderr

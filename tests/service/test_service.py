@@ -212,7 +212,7 @@ def test_texture_cache_is_bounded_lru():
     ("get", "/v1/textures/0123456789abcdef0123456789abcdef-0123456789abcdef", {}, 404, "upload the image"),
     ("get", "/v1/textures/not-an-id", {}, 422, "tid"),
     ("post", "/v1/textures/{id}/select", {"json": {"budget": 0}}, 422, "budget"),
-    ("post", "/v1/textures/{id}/select", {"json": {"budget": 2}}, 422, "raise the budget"),
+    ("post", "/v1/textures/{id}/select", {"json": {"budget": 2, "mode": "quadtree"}}, 422, "raise the budget"),
     ("post", "/v1/textures/{id}/select", {"json": {"points": [[5000, 1]]}}, 422, "outside"),
     ("post", "/v1/textures/{id}/select", {"json": {"boxes": [[10, 10, 5, 5]]}}, 422, "empty"),
     ("post", "/v1/textures/{id}/select", {"json": {"mode": "spiral"}}, 422, "mode"),

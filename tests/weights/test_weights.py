@@ -25,7 +25,7 @@ def _learned_like() -> Weights:
     w = Weights.handset()
     return Weights("test", {**w.channel, "saliency": (0.1, 0.7)}, w.need, {**w.query, "text": 12.0}, w.query_need,
                    level_prior=(0.0, 0.5, 0.25, -0.5, 0.0), ranker=ranker, text_fill=0.25,
-                   floor={"bias": 0.5, "log_scale": -1.0}, meta={"note": "test"})
+                   floor={"bias": 0.5, "log_scale": -1.0}, meta={"note": "test"}, text_height=0.6)
 
 
 def test_round_trip_gives_the_same_selections(tmp_path, page_texture):
@@ -36,6 +36,7 @@ def test_round_trip_gives_the_same_selections(tmp_path, page_texture):
         assert back.channel.get(k) == pytest.approx(w.channel.get(k, (0.0, 0.0)))
     assert back.query["text"] == pytest.approx(12.0) and back.level_prior == pytest.approx(w.level_prior)
     assert back.floor == w.floor and back.meta == {"note": "test"} and back.text_fill == 0.25
+    assert back.text_height == 0.6 and back.scorer(page_texture.channels).text_height == 0.6
     for q in ("What is the total due?", None, {"points": [(300, 200)]}):
         a, b = select(page_texture, q, 144, weights=w), select(page_texture, q, 144, weights=back)
         np.testing.assert_array_equal(a.boxes, b.boxes)
@@ -64,18 +65,19 @@ def test_an_ensemble_of_rankers_round_trips(tmp_path, page_texture):
 
 
 def test_a_file_without_a_fill_paints_as_before(tmp_path, page_texture):
-    """Files written before the fill existed name none: they load with TEXT_FILL (0), every touched tile at full value."""
+    """Files written before the fill existed name none: they load with TEXT_FILL (0), every touched tile at full value
+    (and without a text height, with TEXT_HEIGHT)."""
     import dataclasses
 
     from safetensors.torch import save_file
 
-    from foveate.query.scorer import TEXT_FILL
+    from foveate.query.scorer import TEXT_FILL, TEXT_HEIGHT
 
     tensors, meta = _learned_like().to_tensors()
-    del meta["text"]["fill"]
+    del meta["text"]["fill"], meta["text"]["height"]
     save_file(tensors, str(tmp_path / "old.safetensors"), metadata={"foveate": json.dumps(meta)})
     old = Weights.load(tmp_path / "old.safetensors")
-    assert old.text_fill == TEXT_FILL == 0.0
+    assert old.text_fill == TEXT_FILL == 0.0 and old.text_height == TEXT_HEIGHT
     zero = dataclasses.replace(_learned_like(), text_fill=0.0, _scorers={})
     q = "What is the total due?"
     np.testing.assert_array_equal(select(page_texture, q, 144, weights=old).boxes,
@@ -126,6 +128,9 @@ def test_bad_files_are_typed_errors(tmp_path):
     for bad in (-0.5, 1.5, float("nan")):  # a hand-edited fill outside [0, 1]
         with pytest.raises(WeightsError, match="fill"):
             load_weights(rewritten(f"fill{bad}.safetensors", lambda m: m["text"].update(fill=bad)))
+    for bad in (0.0, -1.0, 5.0, float("nan")):  # a hand-edited print height per OCR box height
+        with pytest.raises(WeightsError, match="height"):
+            load_weights(rewritten(f"height{bad}.safetensors", lambda m: m["text"].update(height=bad)))
     truncated = tmp_path / "truncated.safetensors"
     truncated.write_bytes(data[: len(data) // 2])
     with pytest.raises(WeightsError):

@@ -29,7 +29,7 @@ DeviceOpt = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N.")
 WeightsOpt = typer.Option("default", "--weights", help="Relevance weights: default (the trained weights foveate "
                                                         "ships), handset, or a file written by foveate train.")
 BudgetOpt = typer.Option(DEFAULT_BUDGET, "--budget", "-b", help="Tokens to select.")
-ModeOpt = typer.Option("quadtree", "--mode", "-m", help="quadtree, topk or uniform.")
+ModeOpt = typer.Option("auto", "--mode", "-m", help="auto, quadtree, topk or uniform.")
 SemanticOpt = typer.Option(None, "--semantic-model",
                            help="Local CLIP checkpoint directory (or an id already in the model cache) for the "
                                 "semantic channels; adds the semantic group to any preset.  Without it, "

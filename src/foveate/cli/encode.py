@@ -109,8 +109,8 @@ def select(
     budget: int = BudgetOpt,
     mode: str = ModeOpt,
     gist: bool = typer.Option(True, "--gist/--no-gist", help="topk: add the whole image at the coarsest level."),
-    floor: str = typer.Option("auto", "--floor", help="quadtree: auto (the learned gate may send the uniform "
-                                                      "layout where foveating would lose to it) or off."),
+    floor: str = typer.Option("auto", "--floor", help="quadtree and auto modes: auto (the learned gate may send the "
+                                                      "uniform layout where foveating would lose to it) or off."),
     weights: str = WeightsOpt,
     output: Path = typer.Option(Path("out"), "--output", "-o", help="Output folder."),
     vlm: str = typer.Option("openai", "--vlm", help="VLM rule crops/ is planned under: openai, anthropic, gemini, "

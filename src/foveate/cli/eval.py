@@ -18,8 +18,9 @@ from .common import (DeviceOpt, LevelsOpt, MaxPixOpt, PatchOpt, PresetOpt, Weigh
 def eval_command(
     data_dir: Path = typer.Argument(..., help="A folder with queries.jsonl (image, query, boxes per line) and images."),
     budget: list[str] = typer.Option(["273"], "--budget", "-b", help="Budget(s): 273, or 64,144,273,576 for a curve."),
-    mode: str = typer.Option("quadtree", "--mode", "-m", help="quadtree, topk or uniform."),
-    floor: str = typer.Option("auto", "--floor", help="quadtree: auto (the learned uniform floor) or off."),
+    mode: str = typer.Option("auto", "--mode", "-m", help="auto, quadtree, topk or uniform."),
+    floor: str = typer.Option("auto", "--floor",
+                              help="quadtree and auto modes: auto (the learned uniform floor) or off."),
     weights: str = WeightsOpt,
     compare_weights: list[str] = typer.Option([], "--compare-weights", help="Another foveate row with these weights "
                                               "(handset, default or a file), from the same textures; repeatable."),

@@ -30,7 +30,10 @@ OCR_MODES = ("auto", "always")
 CHOICE_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {"ocr": ("auto", OCR_MODES)}
 
 DEFAULT_BUDGET = 273
-MODES = ("quadtree", "topk", "uniform")
+MODES = ("auto", "quadtree", "topk", "uniform")
+#: Text of height h stays readable in a token of scale s (source pixels per token pixel) when h / s >= LEGIBLE_PX:
+#: the evaluation's legible coverage and the ``auto`` mode's choice use the same rule.
+LEGIBLE_PX = 8.0
 FLOORS = ("auto", "off")
 
 
@@ -115,9 +118,11 @@ class SelectConfig:
 
     Attributes:
         budget: tokens to select (a token is one P x P patch at some level).
-        mode: ``quadtree`` (cover the whole image, split where relevance x detail is highest), ``topk``
-            (the coarse-to-fine cascade) or ``uniform`` (the whole image resized to fit the budget, as a standard
-            VLM takes it).
+        mode: ``auto`` (the default: whichever of ``quadtree`` and ``topk`` leaves the answer a learned text term
+            expects more legible, :mod:`foveate.selection.auto`; the quadtree when there is no such term),
+            ``quadtree`` (cover the whole image, split where relevance x detail is highest), ``topk`` (the
+            coarse-to-fine cascade, plus a gist) or ``uniform`` (the whole image resized to fit the budget, as a
+            standard VLM takes it).
         area_exponent: quadtree split priority = relevance x need x (2**level) ** area_exponent; 0 splits purely
             by relevance x need, 2 weighs the area a split refines (breadth-first).
         min_level: the quadtree never splits below this level (1 = never cut level-0 tokens).
@@ -126,15 +131,15 @@ class SelectConfig:
             the next stage's level (an entry ``None`` = keep every tile, no pruning).  ``None`` (default): 500
             candidates into every intermediate level (the seeds' figure) and 4 x k into level 0.  The last
             stage (level 0) keeps exactly the k tokens left after the gist.
-        gist: topk only: also spend tokens on the whole image at the coarsest level.
+        gist: topk (and auto's top-k candidate): also spend tokens on the whole image at the coarsest level.
         cut: cut the P x P pixel patches (the "token cut"); ``False`` returns boxes and scores only.
-        floor: quadtree only: ``"auto"`` lets a learned scorer's gate send the uniform layout (mode ``uniform``:
+        floor: quadtree and auto: ``"auto"`` lets a learned scorer's gate send the uniform layout (mode ``uniform``:
             the whole image resized to fit the budget) where it expects the foveated selection to lose to it;
             ``"off"`` always foveates.
     """
 
     budget: int = DEFAULT_BUDGET
-    mode: str = "quadtree"
+    mode: str = "auto"
     area_exponent: float = 1.0
     min_level: int = 0
     topk_levels: tuple[int, ...] = (4, 2, 0)

@@ -217,7 +217,7 @@ class SelectWorker:
 
 
 def select_dataset(textures: str | os.PathLike, queries, output: str | os.PathLike, *, budget: int = DEFAULT_BUDGET,
-                   mode: str = "quadtree", weights: str | os.PathLike | None = None, scorer=None,
+                   mode: str = "auto", weights: str | os.PathLike | None = None, scorer=None,
                    vlm: VlmHook | None = None, max_crops: int | None = None, rule: str = "openai",
                    concurrency: int | tuple[int, int] | None = None, batch_size: int = 64, cpus_per_worker: int = 1,
                    address: str | None = None, progress: bool = True) -> JobSummary:

@@ -26,7 +26,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-DEFAULT_MIN_PX = 8.0
+from ..core.config import LEGIBLE_PX
+
+DEFAULT_MIN_PX = LEGIBLE_PX
 DEFAULT_HIT_THRESHOLD = 0.9
 
 

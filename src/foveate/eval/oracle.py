@@ -28,11 +28,21 @@ def oracle_tiles(shapes: list[tuple[int, int]], patch: int, gt_boxes: np.ndarray
 
     * quadtree: :func:`quadtree_select` with priority = the area of the boxes inside a tile that are not yet
       legible at its level (``legible_level`` of their text height), so splits go where boxes still need detail;
-    * topk: the same gist, then the level-0 tiles holding the most legible-able box area (then any box area).
+    * topk: the same gist, then the level-0 tiles holding the most legible-able box area (then any box area);
+    * auto: of those two, the one leaving more of the boxes' area legible (the quadtree on ties).
 
     Greedy, so an upper reference at this budget rather than a proven optimum.
     """
     heights = gt_boxes[:, 3] - gt_boxes[:, 1] if text_heights is None else text_heights
+    if config.mode == "auto":
+        from ..selection.auto import finest_levels, legible_share
+
+        picks = [oracle_tiles(shapes, patch, gt_boxes, text_heights, config.replace(mode=m), min_px)
+                 for m in ("quadtree", "topk") if m == "topk" or config.budget >= shapes[-1][0] * shapes[-1][1]]
+        area = (gt_boxes[:, 2] - gt_boxes[:, 0]) * (gt_boxes[:, 3] - gt_boxes[:, 1])
+        legible = [float(np.dot(area, legible_share(finest_levels(t, shapes[0]), patch, gt_boxes, heights, min_px)))
+                   for t in picks]
+        return picks[int(np.argmax(legible))]  # the first of equals: the quadtree
     lmax = np.array([legible_level(float(h), min_px) for h in heights], np.int64)
     if config.mode == "quadtree":
         score = []

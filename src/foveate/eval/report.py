@@ -83,8 +83,10 @@ def describe_run(result: EvalResult) -> str:
     """One paragraph: the set, the sizes, the settings, the time."""
     c, cfg = result.counts, result.config
     sel = cfg.select
-    mode = sel.mode + (f" (area_exponent {sel.area_exponent:g}, min_level {sel.min_level})" if sel.mode == "quadtree"
-                       else f" (levels {','.join(map(str, sel.topk_levels))}, gist {'on' if sel.gist else 'off'})")
+    quad = f"area_exponent {sel.area_exponent:g}, min_level {sel.min_level}"
+    topk = f"levels {','.join(map(str, sel.topk_levels))}, gist {'on' if sel.gist else 'off'}"
+    mode = sel.mode + {"quadtree": f" ({quad})", "topk": f" ({topk})",
+                       "auto": f" (quadtree: {quad}; topk: {topk})"}.get(sel.mode, "")
     text = (f"{c.get('evaluated_queries', 0)} queries on {c.get('encodes', 0)} images ({c.get('encodes', 0)} encodes "
             f"for {c.get('records', 0)} query x budget evaluations); preset {cfg.encode.preset}, patch "
             f"{cfg.encode.patch_size}, mode {mode}; legible when text height / scale >= {cfg.min_px:g} px, hit when "

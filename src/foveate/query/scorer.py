@@ -53,6 +53,10 @@ MAX_LEVELS = 10
 #: the grown box covers a fraction f of gets that value times 1 - TEXT_FILL (1 - f): with TEXT_FILL 0 every tile
 #: it touches gets the full value (weights files that do not name a fill).
 TEXT_SHARPNESS, TEXT_PAD, TEXT_FILL = 10.0, 0.25, 0.0
+#: The height of the print an OCR line box holds, as a share of the box's height (the boxes hug ascenders, descenders
+#: and a margin): the ``auto`` mode's legibility estimate.  ``foveate train`` measures it on its training pages
+#: (annotated text heights against the OCR boxes of the answer lines); this is the value for files without one.
+TEXT_HEIGHT = 0.7
 
 #: channel -> weight on the max-mip for the need for detail
 DEFAULT_NEED: dict[str, float] = {
@@ -77,6 +81,7 @@ class Scorer(nn.Module):
         text_ranker: the learned answer ranker the ``text`` query term uses (``None``: the hand-set matching).
         text_sharpness, text_pad, text_fill: how the ranker's line probabilities are painted (see
             ``foveate.query.text.term``).
+        text_height: the print's height per OCR box height (:data:`TEXT_HEIGHT`; ``foveate.selection.auto``).
         floor: the uniform-floor gate's weights by feature name (``None``: no floor).
     """
 
@@ -86,7 +91,7 @@ class Scorer(nn.Module):
                  query_need: Mapping[str, float] | None = None, need_mean: Mapping[str, float] | None = None,
                  level_prior: Sequence[float] | None = None, text_ranker: nn.Module | None = None,
                  text_sharpness: float = TEXT_SHARPNESS, text_pad: float = TEXT_PAD, text_fill: float = TEXT_FILL,
-                 floor: Mapping[str, float] | None = None) -> None:
+                 floor: Mapping[str, float] | None = None, text_height: float = TEXT_HEIGHT) -> None:
         super().__init__()
         self.channels = tuple(channels)
         weights = DEFAULT_WEIGHTS if weights is None else weights
@@ -117,6 +122,7 @@ class Scorer(nn.Module):
         self.level_prior = nn.Parameter(prior)
         self.text_ranker = text_ranker
         self.text_sharpness, self.text_pad, self.text_fill = float(text_sharpness), float(text_pad), float(text_fill)
+        self.text_height = float(text_height)
         self.floor = dict(floor) if floor is not None else None
 
     def prior(self, num_levels: int) -> np.ndarray:

@@ -1,6 +1,6 @@
 """``select``: the light step.  Score the texture for a query, spend the token budget, cut the tokens.
 
-Two modes (see ``SelectConfig``):
+Three pyramid modes (see ``SelectConfig``), and ``uniform`` (the whole image resized to fit the budget):
 
 * ``quadtree`` -- start from the coarsest level's tiles (they cover the image) and repeatedly split the leaf
   with the highest ``relevance * need * (2**level) ** area_exponent`` into its children, while the budget
@@ -9,6 +9,8 @@ Two modes (see ``SelectConfig``):
 * ``topk`` -- the seeds' cascade: rank the coarsest level, expand the survivors' descendants at the next stage
   level, ..., keep the best k at level 0; optionally plus a gist (every tile of the coarsest level)
   (:mod:`.topk`).
+* ``auto`` (the default) -- the quadtree, or the top-k layout where a learned text term expects the answer to be
+  more legible with it (:mod:`.auto`).
 
 No pixel work happens here except the final cut of P x P patches from the pixel pyramid.
 """
@@ -30,6 +32,7 @@ from ..core.texture import Texture
 from ..query.query import MAX_QUERY_CHARS, Query
 from ..query.scorer import Scorer, default_scorer
 from ..query.terms import QUERY_TERMS, query_maps
+from .auto import answer_lines, choose
 from .quadtree import quadtree_select, require_cover
 from .selection import Selection
 from .floor import prefer_uniform
@@ -155,12 +158,14 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
     shapes = texture.level_shapes
     n_levels = len(shapes)
     layout = "uniform" if cfg.mode == "uniform" else "pyramid"
-    # the gate is asked before the quadtree runs (its answer does not depend on the tiles), and not at a budget that
-    # reaches full resolution (nothing beats it), for a query with points or boxes (the caller said where to look:
-    # the floor never overrides it), nor for a query the semantic channels answer (the gate was trained without them)
+    foveated = cfg.mode in ("quadtree", "auto")
+    # the gate is asked before the layout is chosen (its answer does not depend on the tiles), and not at a budget
+    # that reaches full resolution (nothing beats it), for a query with points or boxes (the caller said where to
+    # look: the floor never overrides it), nor for a query the semantic channels answer (the gate was trained without
+    # them)
     if cfg.mode == "quadtree":
         require_cover(shapes, cfg.budget)  # a budget the quadtree cannot start from is an error, floor or not
-    if (cfg.mode == "quadtree" and cfg.floor == "auto" and cfg.budget < shapes[0][0] * shapes[0][1]
+    if (foveated and cfg.floor == "auto" and cfg.budget < shapes[0][0] * shapes[0][1]
             and not q.has_prompt and "semantic" not in sc.qnames):
         take, margin = prefer_uniform(texture, q, scorer, cfg.budget)
         if take:
@@ -168,21 +173,24 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
             notes.append(f"uniform floor: at {cfg.budget} tokens the learned gate expects the whole image "
                          f"resized to fit the budget to beat a foveated selection here (margin {margin:.2f}); "
                          "floor='off' always foveates")
-    if layout == "pyramid" and cfg.mode == "quadtree":
-        tiles = quadtree_select(sc.score, sc.need, cfg.budget, cfg.area_exponent, cfg.min_level,
-                                prior=scorer.prior(n_levels))
-        gist = np.zeros(len(tiles), bool)
-    elif layout == "pyramid":  # topk
-        stage_levels = tuple(sorted({min(lvl, n_levels - 1) for lvl in cfg.topk_levels}, reverse=True))
-        cands = cfg.topk_candidates
-        if cands is not None and len(stage_levels) != len(cfg.topk_levels):
-            cands = cands[len(cfg.topk_levels) - len(stage_levels):]  # coarse stages collapsed by clamping
-        gist_tiles, k = topk_split(shapes, cfg.budget, cfg.gist)
-        if cfg.gist and not gist_tiles and n_levels > 1:
-            gh, gw = shapes[-1]
-            notes.append(f"no gist: the coarsest level's {gh * gw} tiles do not fit in budget {cfg.budget}")
-        tiles = gist_tiles + topk_select(sc.score, k, stage_levels, cands, rank=sc.bound)
-        gist = np.array([True] * len(gist_tiles) + [False] * k, bool)
+    mode = cfg.mode
+    if layout == "pyramid":
+        candidates = {}  # name -> tiles, made on demand (auto may never need the second)
+        if mode in ("quadtree", "auto") and cfg.budget >= shapes[-1][0] * shapes[-1][1]:
+            candidates["quadtree"] = lambda: quadtree_select(sc.score, sc.need, cfg.budget, cfg.area_exponent,
+                                                             cfg.min_level, prior=scorer.prior(n_levels))
+        lines = answer_lines(texture, q, scorer) if mode == "auto" else None  # what auto weighs the layouts by
+        if mode == "topk" or (mode == "auto" and (not candidates or lines is not None)):
+            gist_tiles, k = topk_split(shapes, cfg.budget, cfg.gist)
+            if cfg.gist and not gist_tiles and n_levels > 1 and mode == "topk":
+                gh, gw = shapes[-1]
+                notes.append(f"no gist: the coarsest level's {gh * gw} tiles do not fit in budget {cfg.budget}")
+            candidates["topk"] = lambda: gist_tiles + _topk_tiles(sc, cfg, n_levels, k)
+        mode, tiles, expected = choose(candidates, shapes[0], texture.patch_size, lines)
+        if len(expected) > 1:
+            notes.append(f"auto: {mode} layout; the likely answer lines are legible for "
+                         + ", ".join(f"{v:.2f} of their probability with {n}" for n, v in expected.items()))
+        gist = np.arange(len(tiles)) < (len(gist_tiles) if mode == "topk" else 0)
     t2 = time.perf_counter()
     if layout == "uniform":
         parts = _uniform_parts(texture, sc, cfg)
@@ -191,9 +199,9 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
     t3 = time.perf_counter()
     if layout == "pyramid" and len(parts["levels"]) < cfg.budget:
         full = shapes[0][0] * shapes[0][1]
-        if cfg.mode == "topk" and k >= full:
+        if mode == "topk" and k >= full:
             notes.append(f"budget {cfg.budget} exceeds the image's {full} level-0 tiles: all of them are selected")
-        elif cfg.mode == "quadtree" and all(lvl <= cfg.min_level for lvl, _, _ in tiles):
+        elif mode == "quadtree" and all(lvl <= cfg.min_level for lvl, _, _ in tiles):
             notes.append(f"budget {cfg.budget} exceeds what the image can use: full resolution in "
                          f"{len(tiles)} tokens")
     explained = None
@@ -206,7 +214,7 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
             explained = scorer.explain(sc.flat_feats, sc.flat_q, sc.qnames, flat_rows) if len(flat_rows) else {}
     sel = Selection(
         **parts, relevance=sc.score[0].astype(np.float32), image_size=texture.image_size,
-        patch_size=texture.patch_size, num_levels=n_levels, budget=cfg.budget, mode=cfg.mode, query=q,
+        patch_size=texture.patch_size, num_levels=n_levels, budget=cfg.budget, mode=mode, query=q,
         texture_id=texture.id, notes=notes, explain=explained, layout=layout,
         timings_ms={"score": (t1 - t0) * 1000, "select": (t2 - t1) * 1000, "cut": (t3 - t2) * 1000,
                     "total": (t3 - t0) * 1000},
@@ -214,6 +222,15 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
     if explain:
         sel.evidence = _evidence(texture, q, sc.qnames, sel, scorer)
     return sel
+
+
+def _topk_tiles(sc: Scores, cfg: SelectConfig, n_levels: int, k: int) -> list[tuple[int, int, int]]:
+    """The top-k cascade's ``k`` level-0 tiles (stage levels clamped to the texture's)."""
+    stage_levels = tuple(sorted({min(lvl, n_levels - 1) for lvl in cfg.topk_levels}, reverse=True))
+    cands = cfg.topk_candidates
+    if cands is not None and len(stage_levels) != len(cfg.topk_levels):
+        cands = cands[len(cfg.topk_levels) - len(stage_levels):]  # coarse stages collapsed by clamping
+    return topk_select(sc.score, k, stage_levels, cands, rank=sc.bound)
 
 
 def _pyramid_parts(texture: Texture, sc: Scores, cfg: SelectConfig, tiles: list, gist: np.ndarray) -> dict:

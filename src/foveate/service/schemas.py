@@ -12,7 +12,7 @@ from ..query.query import Query
 TEXTURE_ID_PATTERN = r"^[0-9a-f]{32}-[0-9a-f]{16}$"
 MAX_PROMPTS = 64
 MAX_BUDGET = 100_000
-Mode = Literal["quadtree", "topk", "uniform"]
+Mode = Literal["auto", "quadtree", "topk", "uniform"]
 
 
 class Error(BaseModel):
@@ -59,7 +59,7 @@ class QueryIn(BaseModel):
 
 class SelectIn(QueryIn):
     budget: int = Field(DEFAULT_BUDGET, ge=1, le=MAX_BUDGET, description="Tokens to select.")
-    mode: Mode = "quadtree"
+    mode: Mode = "auto"
     gist: bool = Field(True, description="topk: also spend tokens on the whole image at the coarsest level.")
     explain: bool = Field(False, description="Report which channels and query terms drove the chosen tokens.")
 
@@ -69,7 +69,7 @@ class PromptIn(QueryIn):
 
     text: str = Field(min_length=1, max_length=20_000, description="The question.")
     budget: int = Field(DEFAULT_BUDGET, ge=1, le=MAX_BUDGET, description="Tokens to select.")
-    mode: Mode = "quadtree"
+    mode: Mode = "auto"
     gist: bool = Field(True, description="topk: also spend tokens on the whole image at the coarsest level.")
     vlm: str = Field("openai", max_length=64, description="VLM rule: openai (openai:MODEL), openai-patch (:MODEL), "
                                                          "anthropic, gemini, qwen2-vl, llava-1.5, patch:P.")

@@ -44,6 +44,26 @@ def answer_lines(line_boxes: np.ndarray, gt_boxes: np.ndarray, share: float = 0.
     return ((inter / la >= share) | (inter / ga >= share)).any(1)
 
 
+def text_height_ratio(pages: list[Page]) -> tuple[float, int]:
+    """The print's height per OCR box height: the median, over the questions' answer lines (:func:`answer_lines`),
+    of the annotated text height over the line box's height; ``(TEXT_HEIGHT, 0)`` when no question has both.
+    Returns (ratio, number of lines measured)."""
+    from ..query.scorer import TEXT_HEIGHT
+
+    ratios = []
+    for page in pages:
+        index = text_index(page.texture)
+        if index is None or not index.lines:
+            continue
+        heights = index.boxes[:, 3] - index.boxes[:, 1]
+        for s in page.samples:
+            if s.heights is None or s.points or not len(s.heights):
+                continue
+            good = answer_lines(index.boxes, s.boxes) & (heights > 0)
+            ratios += (float(np.median(s.heights)) / heights[good]).tolist()
+    return (round(float(np.median(ratios)), 4), len(ratios)) if ratios else (TEXT_HEIGHT, 0)
+
+
 def build_groups(pages: list[Page], ranker: AnswerRanker) -> list[Group]:
     """Feature rows of every text question asked of a page with OCR lines; ``positive`` has one more entry, the
     no-line option (true when no line holds the answer)."""

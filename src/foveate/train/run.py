@@ -5,8 +5,13 @@
 3. **scorer** -- channel weights, query-term weights and the per-level prior, by Poisson regression on the oracle's
    per-tile split priority (:mod:`.tiles`).  The query maps it sees on a training page come from a ranker fitted
    on the *other* half of the training pages (cross-fitting), so the text term's weight is fitted on maps as
-   sharp as on unseen pages, not on the ranker's memory of its own training pages.
+   sharp as on unseen pages, not on the ranker's memory of its own training pages.  Then the print's height per
+   OCR box height on the training questions' answer lines (the ``auto`` mode's legibility estimate,
+   :func:`.ranker.text_height_ratio`).
 4. **floor** -- the uniform-floor gate, on the training split's (question, budget) pairs (:mod:`.floor`).
+Every selection the run makes (the text-term search, the gate's records, validation, test) uses ``select``'s default
+mode, ``auto``.
+
 5. **report** -- validation hit at every budget for the hand-set weights, the learned ones and the uniform
    layout, from the same textures in the same run; the test split is evaluated once, at the end.
 
@@ -41,7 +46,7 @@ from .data import Page, by_split, load_pages, resolve_sources
 from .evaluate import format_table, hit_table, ready_query_encoder, records
 from .fork import fork_map
 from .floor import choose_gate
-from .ranker import build_groups, fit_rankers, top_k_accuracy
+from .ranker import build_groups, fit_rankers, text_height_ratio, top_k_accuracy
 from .tiles import fit_poisson, scorer_fields, tile_rows
 
 OBJECTIVE = ("ranker: listwise cross-entropy over a page's OCR lines (uniform target over the answer lines); "
@@ -331,6 +336,10 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
         learned, ranker_report, scorer_report = _start_from(cfg, len(train_p), log)
         ranker = learned.ranker
     t0 = time.perf_counter()
+    height, n_lines = text_height_ratio(train_p)
+    learned = dataclasses.replace(learned, text_height=height, _scorers={})
+    scorer_report["text_height"] = {"ratio": height, "lines": n_lines}
+    log(f"text height: {height:g} of the OCR box height (median over {n_lines} answer lines)")
     learned, scorer_report["text_term_search"] = calibrate_text_term(learned, train_p, cfg, log)
     timings["scorer"] = timings.get("scorer", 0.0) + time.perf_counter() - t0
 
@@ -366,13 +375,13 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
         "budgets": list(cfg.budgets), "validation_hit": val_table,
     }
     timings["validation"] = time.perf_counter() - t0
-    md = [format_table(val_table, ["handset", "learned", "uniform"], "Validation hit % (quadtree)")]
+    md = [format_table(val_table, ["handset", "learned", "uniform"], "Validation hit % (mode auto)")]
     if cfg.evaluate_test and test_p:
         t0 = time.perf_counter()
         log("test: evaluated once, at the end")
         test_table = hit_table(records(test_p, compare, cfg.budgets, prompts=False, workers=cfg.workers))
         report["test_hit"] = test_table
-        md.append(format_table(test_table, ["handset", "learned", "uniform"], "Test hit % (quadtree)"))
+        md.append(format_table(test_table, ["handset", "learned", "uniform"], "Test hit % (mode auto)"))
         timings["test"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - start
     report["timings_s"] = {k: round(v, 1) for k, v in timings.items()}

@@ -74,6 +74,7 @@ class _StableScorer(nn.Module):
     text_sharpness = property(lambda self: self.base.text_sharpness)
     text_pad = property(lambda self: self.base.text_pad)
     text_fill = property(lambda self: self.base.text_fill)
+    text_height = property(lambda self: self.base.text_height)
 
 
 def _kept_tiles(shapes: list[tuple[int, int]], last: _StreamMemory, mode: str) -> tuple[list, list]:
@@ -328,6 +329,8 @@ class VideoPredictor:
         state._require_frame()
         cfg = resolve_select_config(kwargs.pop("config", None) or self.select_config, budget, kwargs.pop("mode", None),
                                     {k: kwargs.pop(k) for k in list(kwargs) if k in _SELECT_FIELDS})
+        if cfg.mode == "auto":  # the stream memory follows one layout from frame to frame
+            cfg = dataclasses.replace(cfg, mode="quadtree")
         if cfg.mode == "uniform":
             raise ConfigError("video selects a pyramid layout (quadtree or topk): the uniform layout keeps no "
                               "tiles to carry from frame to frame")

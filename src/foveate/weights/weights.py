@@ -11,7 +11,7 @@ from typing import Any, Sequence
 import torch
 
 from ..core.errors import WeightsError
-from ..query.scorer import (DEFAULT_NEED, DEFAULT_WEIGHTS, NEED_FLOOR, TEXT_FILL, TEXT_PAD, TEXT_SHARPNESS, Scorer,
+from ..query.scorer import (DEFAULT_NEED, DEFAULT_WEIGHTS, NEED_FLOOR, TEXT_FILL, TEXT_HEIGHT, TEXT_PAD, TEXT_SHARPNESS, Scorer,
                             handset_scorer)
 from ..query.terms import QUERY_TERMS
 
@@ -38,6 +38,8 @@ class Weights:
         ranker: the ``text`` term's learned answer ranker (``None``: hand-set matching).
         text_sharpness, text_pad, text_fill: how the ranker's probabilities are painted (a file without a fill:
             ``TEXT_FILL``, every tile a line touches at full value).
+        text_height: the print's height per OCR box height, measured on the training pages (a file without it:
+            ``TEXT_HEIGHT``); the ``auto`` mode's legibility estimate.
         floor: the uniform-floor gate's weights by feature (``None``: no floor).
         meta: how the weights were made (data, split, seed, objective, figures, versions).
     """
@@ -56,6 +58,7 @@ class Weights:
     text_fill: float = TEXT_FILL
     floor: dict[str, float] | None = None
     meta: dict = field(default_factory=dict)
+    text_height: float = TEXT_HEIGHT
     _scorers: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -80,7 +83,8 @@ class Weights:
                         need_mean={k: v[0] for k, v in self.need.items()}, query_weights=self.query,
                         query_need=self.query_need, bias=self.bias, need_floor=self.need_floor,
                         level_prior=self.level_prior, text_ranker=self.ranker, text_sharpness=self.text_sharpness,
-                        text_pad=self.text_pad, text_fill=self.text_fill, floor=self.floor)
+                        text_pad=self.text_pad, text_fill=self.text_fill, floor=self.floor,
+                        text_height=self.text_height)
             self._scorers[key] = sc.to(torch.device(device)).eval()
         return self._scorers[key]
 
@@ -98,6 +102,7 @@ class Weights:
         meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "channels": channels, "query_terms": terms,
                 "bias": self.bias, "need_floor": self.need_floor, "level_prior_levels": len(self.level_prior),
                 "text": {"sharpness": self.text_sharpness, "pad": self.text_pad, "fill": self.text_fill,
+                         "height": self.text_height,
                          "ranker": self.ranker.config() if self.ranker is not None else None},
                 "floor": self.floor, "meta": self.meta}
         if self.ranker is not None:  # one ranker: ranker.<param>; an ensemble: ranker.<member>.<param>
@@ -179,12 +184,15 @@ class Weights:
         fill = float(text.get("fill", TEXT_FILL))
         if not 0.0 <= fill <= 1.0:  # NaN fails too
             raise ValueError(f"text fill {fill} is outside [0, 1]")
+        height = float(text.get("height", TEXT_HEIGHT))
+        if not 0.0 < height <= 2.0:
+            raise ValueError(f"text height {height} is outside (0, 2]")
         return cls(name, {c: tuple(v) for c, v in zip(channels, cw) if c not in dropped},
                    {c: tuple(v) for c, v in zip(channels, cn)},
                    dict(zip(terms, qw)), dict(zip(terms, qn)), float(meta.get("bias", 0.0)),
                    float(meta.get("need_floor", NEED_FLOOR)), prior, ranker,
                    float(text.get("sharpness", TEXT_SHARPNESS)), float(text.get("pad", TEXT_PAD)),
-                   fill, meta.get("floor"), meta.get("meta") or {})
+                   fill, meta.get("floor"), meta.get("meta") or {}, height)
 
     def describe(self) -> dict:
         """A short summary for ``foveate info`` and logs."""

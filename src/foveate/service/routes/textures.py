@@ -167,7 +167,7 @@ def query_params(
     neg_point: list[str] = Query([], max_length=MAX_PROMPTS, description="Negative point 'x,y'; repeatable."),
     box: list[str] = Query([], max_length=MAX_PROMPTS, description="Box 'x0,y0,x1,y1' (pixels); repeatable."),
     budget: int = Query(DEFAULT_BUDGET, ge=1, le=MAX_BUDGET, description="Tokens to select."),
-    mode: Mode = Query("quadtree"),
+    mode: Mode = Query("auto"),
     gist: bool = Query(True, description="topk: add the whole image at the coarsest level."),
 ) -> SelectIn:
     """The query of a GET rendering, from URL parameters (the same fields as the select body)."""

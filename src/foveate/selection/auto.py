@@ -1,0 +1,116 @@
+"""The ``auto`` mode: of the quadtree and the top-k layout, the one under which the likely answer is legible.
+
+The quadtree covers the image with disjoint tiles, so a level-0 tile costs its ancestors' siblings too: a long line
+of small print that straddles a coarse tile boundary needs twice the splits, and at 64 tokens it stays blurred.  The
+top-k layout (a gist of the coarsest tiles plus level-0 tiles) pays one token per sharp tile but cannot stop at a
+coarser level where the text is large enough.  Which is better depends on the page and the question, and a learned
+text term says where the answer probably is: the answer ranker's probability for every OCR line.  So ``auto``
+computes both layouts (each a millisecond or two) and keeps the one with the larger *expected legible answer*,
+
+    sum over lines i of  p_i * (share of line i's area on tiles fine enough for its text),
+
+where text of height h is legible in a token of scale 2**level when ``h / 2**level >= LEGIBLE_PX`` -- the same rule
+as the evaluation's legible coverage -- and h is the OCR box height times the weights' ``text_height`` (OCR boxes
+are taller than the print they hold; ``foveate train`` measures the ratio on its training pages).  Ties, a query
+without text, a scorer without a ranker and a page without OCR lines keep the quadtree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..core.config import LEGIBLE_PX
+
+#: lines under this probability are left out of the expectation (they cannot change it by more than their sum)
+MIN_PROBABILITY = 0.01
+#: topk must beat the quadtree's expected legible answer by more than this to be chosen
+MARGIN = 1e-6
+
+
+def finest_levels(tiles: list[tuple[int, int, int]], grid0: tuple[int, int]) -> np.ndarray:
+    """(gh, gw) int64: the finest level among ``tiles`` ``(level, row, col)`` over each level-0 tile (-1: none).
+    Painted per level, coarse first, finer levels overwriting."""
+    gh, gw = grid0
+    out = np.full((gh, gw), -1, np.int64)
+    arr = np.asarray(tiles, np.int64).reshape(-1, 3)
+    for lvl in np.unique(arr[:, 0])[::-1]:
+        f = 1 << int(lvl)
+        pick = arr[arr[:, 0] == lvl]
+        hit = np.zeros((-(-gh // f), -(-gw // f)), bool)
+        hit[pick[:, 1], pick[:, 2]] = True
+        out[np.repeat(np.repeat(hit, f, axis=0), f, axis=1)[:gh, :gw]] = lvl
+    return out
+
+
+def legible_share(levels: np.ndarray, patch: int, boxes: np.ndarray, heights: np.ndarray,
+                  min_px: float = LEGIBLE_PX) -> np.ndarray:
+    """(N,) float64: the share of each box's area on level-0 tiles whose finest selected level keeps text of its
+    height legible (``height / 2**level >= min_px``).  ``levels`` from :func:`finest_levels`; boxes in pixels."""
+    gh, gw = levels.shape
+    out = np.zeros(len(boxes), np.float64)
+    for i, ((x0, y0, x1, y1), h) in enumerate(zip(np.asarray(boxes, np.float64), np.asarray(heights, np.float64))):
+        r0, r1 = max(int(y0 // patch), 0), min(int(np.ceil(y1 / patch)), gh)
+        c0, c1 = max(int(x0 // patch), 0), min(int(np.ceil(x1 / patch)), gw)
+        if r1 <= r0 or c1 <= c0 or h < min_px:
+            continue
+        ys, xs = np.arange(r0, r1 + 1) * patch, np.arange(c0, c1 + 1) * patch
+        wy = np.clip(np.minimum(ys[1:], y1) - np.maximum(ys[:-1], y0), 0, None)
+        wx = np.clip(np.minimum(xs[1:], x1) - np.maximum(xs[:-1], x0), 0, None)
+        area = np.outer(wy, wx)
+        lv = levels[r0:r1, c0:c1]
+        ok = (lv >= 0) & (h / np.exp2(np.maximum(lv, 0)) >= min_px)
+        total = area.sum()
+        out[i] = float((area * ok).sum() / total) if total > 0 else 0.0
+    return out
+
+
+def expected_legible(tiles: list[tuple[int, int, int]], grid0: tuple[int, int], patch: int, boxes: np.ndarray,
+                     heights: np.ndarray, probs: np.ndarray) -> float:
+    """``sum_i probs[i] * legible_share(line i)`` over the lines with probability >= :data:`MIN_PROBABILITY`."""
+    keep = np.nonzero(np.asarray(probs) >= MIN_PROBABILITY)[0]
+    if not len(keep):
+        return 0.0
+    share = legible_share(finest_levels(tiles, grid0), patch, boxes[keep], heights[keep])
+    return float(np.dot(np.asarray(probs, np.float64)[keep], share))
+
+
+def answer_lines(texture, query, scorer) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(boxes, estimated text heights, probabilities) of the OCR lines for ``query``'s text, from the scorer's
+    answer ranker (cached per question by the text term); ``None`` when there is nothing to weigh."""
+    ranker = getattr(scorer, "text_ranker", None)
+    if ranker is None or query.text is None:
+        return None
+    from ..query.text.layout import text_index
+    from ..query.text.term import answer_probabilities
+
+    index = text_index(texture)
+    if index is None or not index.lines:
+        return None
+    p = answer_probabilities(index, query.text, ranker)
+    boxes = np.asarray(index.boxes, np.float64)
+    return boxes, (boxes[:, 3] - boxes[:, 1]) * scorer.text_height, np.asarray(p, np.float64)
+
+
+def choose(candidates: dict[str, Callable[[], list[tuple[int, int, int]]]], grid0: tuple[int, int], patch: int,
+           lines: tuple[np.ndarray, np.ndarray, np.ndarray] | None) -> tuple[str, list, dict[str, float]]:
+    """The candidate layout with the largest expected legible answer: (its name, its tiles, every computed
+    candidate's expectation).  ``candidates`` map names to functions making the tiles, the default (kept on ties)
+    first; the others are not made when ``lines`` is None or the default already makes every likely line legible."""
+    names = list(candidates)
+    best, tiles = names[0], candidates[names[0]]()
+    if lines is None:
+        return best, tiles, {}
+    boxes, heights, probs = lines
+    keep = np.nonzero(probs >= MIN_PROBABILITY)[0]
+    boxes, heights, probs = boxes[keep], heights[keep], probs[keep]
+    got = {best: expected_legible(tiles, grid0, patch, boxes, heights, probs)}
+    for n in names[1:]:
+        if got[best] >= probs.sum() - MARGIN:  # nothing left to gain
+            break
+        t = candidates[n]()
+        got[n] = expected_legible(t, grid0, patch, boxes, heights, probs)
+        if got[n] > got[best] + MARGIN:
+            best, tiles = n, t
+    return best, tiles, got
