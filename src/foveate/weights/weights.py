@@ -11,8 +11,8 @@ from typing import Any, Sequence
 import torch
 
 from ..core.errors import WeightsError
-from ..query.scorer import (DEFAULT_NEED, DEFAULT_WEIGHTS, NEED_FLOOR, TEXT_FILL, TEXT_HEIGHT, TEXT_PAD, TEXT_SHARPNESS, Scorer,
-                            handset_scorer)
+from ..query.scorer import (DEFAULT_NEED, DEFAULT_WEIGHTS, NEED_FLOOR, TEXT_FILL, TEXT_HEIGHT, TEXT_PAD, TEXT_SHARPNESS,
+                            Scorer, handset_scorer)
 from ..query.terms import QUERY_TERMS
 
 FORMAT = "foveate-weights"
