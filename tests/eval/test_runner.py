@@ -69,6 +69,10 @@ def test_budget_below_the_coarsest_cover_is_reported_per_line(eval_set, monkeypa
     r = run_eval(root, EvalConfig(budgets=(3,), encode=FAST, random_seeds=1))
     assert "problem:budget" not in r.counts and r.records
     assert all(m["tokens"] <= 3 for rec in r.records for k, m in rec["methods"].items() if k != "full")
+    # every row on the same queries: a quadtree variant that cannot start drops the query at that budget for all rows
+    r = run_eval(root, EvalConfig(budgets=(3, 64), encode=FAST, random_seeds=1,
+                                  variants=(("quad", SelectConfig(mode="quadtree")),)))
+    assert r.counts["problem:budget"] > 0 and {rec["budget"] for rec in r.records} == {64}
 
 
 def test_parse_select_values_and_variants():

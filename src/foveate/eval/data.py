@@ -39,7 +39,7 @@ PROBLEM_KINDS = {
     "box_outside": "box entirely outside the image, dropped",
     "box_clipped": "box partly outside the image, clipped",
     "no_boxes": "no usable box left, query skipped",
-    "budget": "budget below the coarsest tiles (quadtree), skipped at that budget",
+    "budget": "budget below the coarsest tiles (a quadtree row), the query skipped at that budget for every row",
     "ocr": "OCR failed on an image",
 }
 

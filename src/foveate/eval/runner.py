@@ -368,13 +368,14 @@ def _eval_image(run: _Run, image_rel: str, qs: list[EvalQuery]) -> None:
                     sels[name] = select(tex, q.text, config=c, weights=row_weights[name])
                 except BudgetError as exc:
                     problems.append(Problem(q.line, "budget", f"budget {budget}, {name}: {exc}", True, image_rel))
-                    continue
+                    break
                 t4 = time.perf_counter()
                 rec["methods"][name] = _score(Tokens.from_selection(sels[name]), q, size, cfg)
                 t["select"] += t4 - t3
                 t["metrics"] += time.perf_counter() - t4
-            if "foveate" in sels:
-                rec["same_as_query_blind"] = _tile_set(sels["foveate"]) == blind_set
+            if len(sels) < len(cfg_b):  # every row on the same queries: a row that cannot select drops the record
+                continue
+            rec["same_as_query_blind"] = _tile_set(sels["foveate"]) == blind_set
             t5 = time.perf_counter()
             for name in cfg.baselines:
                 if name == "random":
