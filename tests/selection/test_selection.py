@@ -197,7 +197,7 @@ def test_bad_budgets_modes_and_prompts(page_texture):
         select(page_texture, None, 3, mode="quadtree")  # the 850x1100 page has 4x5 = 20 tiles at level 4
     assert len(select(page_texture, None, 3, mode="topk")) == 3
     low = select(page_texture, None, 3)  # auto: below the quadtree's cover, the top-k layout is the one left
-    assert (low.mode, len(low)) == ("topk", 3)
+    assert (low.mode, len(low)) == ("topk", 3) and any("no gist" in n for n in low.notes)
     with pytest.raises(ConfigError, match="unknown selection mode"):
         select(page_texture, None, mode="spiral")
     with pytest.raises(QueryError, match="outside"):

@@ -182,14 +182,14 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
         lines = answer_lines(texture, q, scorer) if mode == "auto" else None  # what auto weighs the layouts by
         if mode == "topk" or (mode == "auto" and (not candidates or lines is not None)):
             gist_tiles, k = topk_split(shapes, cfg.budget, cfg.gist)
-            if cfg.gist and not gist_tiles and n_levels > 1 and mode == "topk":
-                gh, gw = shapes[-1]
-                notes.append(f"no gist: the coarsest level's {gh * gw} tiles do not fit in budget {cfg.budget}")
             candidates["topk"] = lambda: gist_tiles + _topk_tiles(sc, cfg, n_levels, k)
         mode, tiles, expected = choose(candidates, shapes[0], texture.patch_size, lines)
         if len(expected) > 1:
             notes.append(f"auto: {mode} layout; the likely answer lines are legible for "
                          + ", ".join(f"{v:.2f} of their probability with {n}" for n, v in expected.items()))
+        if mode == "topk" and cfg.gist and not gist_tiles and n_levels > 1:
+            gh, gw = shapes[-1]
+            notes.append(f"no gist: the coarsest level's {gh * gw} tiles do not fit in budget {cfg.budget}")
         gist = np.arange(len(tiles)) < (len(gist_tiles) if mode == "topk" else 0)
     t2 = time.perf_counter()
     if layout == "uniform":
