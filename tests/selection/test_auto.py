@@ -21,9 +21,13 @@ def _tiles(sel):
 
 @pytest.mark.parametrize("mode", ["quadtree", "topk"])
 @pytest.mark.parametrize("budget", [30, 64, 273])
-def test_finest_levels_equal_the_selections_level_map(page_texture, mode, budget):
+def test_finest_levels_equal_a_per_token_reference(page_texture, mode, budget):
     sel = select(page_texture, "What is the total?", budget, mode=mode, cut=False)
-    assert np.array_equal(finest_levels(_tiles(sel), page_texture.level_shapes[0]), sel.level_map())
+    ref = np.full(page_texture.level_shapes[0], -1, np.int64)
+    for lvl, (r0, c0, r1, c1) in zip(sel.levels.tolist(), sel.grid.tolist()):  # each token's level-0 span
+        span = ref[r0:r1, c0:c1]
+        span[(span < 0) | (span > lvl)] = lvl
+    assert np.array_equal(finest_levels(_tiles(sel), page_texture.level_shapes[0]), ref)
 
 
 @pytest.mark.parametrize("mode", ["quadtree", "topk"])

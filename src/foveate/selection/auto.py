@@ -5,14 +5,16 @@ of small print that straddles a coarse tile boundary needs twice the splits, and
 top-k layout (a gist of the coarsest tiles plus level-0 tiles) pays one token per sharp tile but cannot stop at a
 coarser level where the text is large enough.  Which is better depends on the page and the question, and a learned
 text term says where the answer probably is: the answer ranker's probability for every OCR line.  So ``auto``
-computes both layouts (each a millisecond or two) and keeps the one with the larger *expected legible answer*,
+makes the quadtree, and the top-k layout too when the quadtree leaves some of that probability blurred (each a
+millisecond or two), and keeps the one with the larger *expected legible answer*,
 
     sum over lines i of  p_i * (share of line i's area on tiles fine enough for its text),
 
 where text of height h is legible in a token of scale 2**level when ``h / 2**level >= LEGIBLE_PX`` -- the same rule
 as the evaluation's legible coverage -- and h is the OCR box height times the weights' ``text_height`` (OCR boxes
 are taller than the print they hold; ``foveate train`` measures the ratio on its training pages).  Ties, a query
-without text, a scorer without a ranker and a page without OCR lines keep the quadtree.
+without text, a scorer without a ranker and a page without OCR lines keep the quadtree; a budget below the
+quadtree's coarsest cover leaves the top-k layout alone.
 """
 
 from __future__ import annotations

@@ -80,19 +80,12 @@ class Selection:
 
         Painted per level, not per token: coarse levels first, finer ones overwrite (the minimum level).  The
         uniform layout covers every tile at its one level."""
+        from .auto import finest_levels
+
         gh, gw = self.relevance.shape
-        out = np.full((gh, gw), -1, np.int64)
         if self.layout == "uniform":
-            out[:] = int(self.levels.min()) if len(self) else -1
-            return out
-        for lvl in np.unique(self.levels)[::-1]:
-            f = 1 << int(lvl)
-            pick = self.levels == lvl
-            rows, cols = self.rows[pick], self.cols[pick]
-            hit = np.zeros((max(-(-gh // f), int(rows.max()) + 1), max(-(-gw // f), int(cols.max()) + 1)), bool)
-            hit[rows, cols] = True
-            out[np.repeat(np.repeat(hit, f, axis=0), f, axis=1)[:gh, :gw]] = lvl
-        return out
+            return np.full((gh, gw), int(self.levels.min()) if len(self) else -1, np.int64)
+        return finest_levels(list(zip(self.levels.tolist(), self.rows.tolist(), self.cols.tolist())), (gh, gw))
 
     def to_dict(self) -> dict[str, Any]:
         """The ``selection.json`` document (schema in docs/selection-schema.md)."""
