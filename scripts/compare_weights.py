@@ -1,0 +1,54 @@
+"""Hit of several (weights, mode) rows on the same questions of one split (EVAL.md, "This round"): the previous file
+in mode quadtree against the shipped one in mode auto, for example.
+
+    python scripts/compare_weights.py --cache out/train-cache --split val \
+        --row previous=previous.safetensors:quadtree --row shipped=default:auto
+
+Reads the textures of the shipped recipe's real sets from ``--cache`` (a ``foveate train`` cache; missing ones are
+encoded, which takes a while), splits them as ``foveate train`` does (seed 0), and scores every row with
+``foveate.train.evaluate.records`` (floor as ``select``'s default, no prompts), next to the uniform layout.  A
+question a row cannot select for at a budget (a quadtree below its coarsest cover) is left out of every row at that
+budget, so all rows stand on the same questions.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+SETS = ["../shared/data/funsd_forms", "../shared/data/wildreceipt", "../shared/data/coco_panoptic_grounding"]
+BUDGETS = (64, 144, 273, 576)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cache", type=Path, required=True)
+    ap.add_argument("--split", default="val", choices=["train", "val", "test"])
+    ap.add_argument("--row", action="append", required=True, help="NAME=WEIGHTS[:MODE] (mode default auto)")
+    args = ap.parse_args()
+
+    import foveate.train.evaluate as evaluate
+    from foveate.core.config import EncodeConfig
+    from foveate.selection import select
+    from foveate.train.data import by_split, load_pages
+    from foveate.weights import load_weights
+
+    rows = {}
+    for spec in args.row:
+        name, _, rest = spec.partition("=")
+        weights, _, mode = rest.rpartition(":") if rest.endswith((":auto", ":quadtree", ":topk")) else (rest, "", "auto")
+        rows[name] = (load_weights(weights), mode)
+    pages, _ = load_pages([Path(s) for s in SETS], args.cache, EncodeConfig(), 0)
+    pages = by_split(pages, args.split)
+
+    def select_row(texture, query, budget, weights=None, **kw):  # a row is (weights, mode)
+        w, mode = weights
+        return select(texture, query, budget, weights=w, mode=mode, **kw)
+
+    evaluate.select = select_row  # records() selects through this module's name
+    table = evaluate.hit_table(evaluate.records(pages, rows, BUDGETS, prompts=False, workers=2))
+    print(evaluate.format_table(table, [*rows, "uniform"], f"Hit % on the {args.split} split, the same questions"))
+
+
+if __name__ == "__main__":
+    main()
