@@ -9,15 +9,15 @@
    OCR box height on the training questions' answer lines (the ``auto`` mode's legibility estimate,
    :func:`.ranker.text_height_ratio`).
 4. **floor** -- the uniform-floor gate, on the training split's (question, budget) pairs (:mod:`.floor`).
-Every selection the run makes (the text-term search, the gate's records, validation, test) uses ``select``'s default
-mode, ``auto``.
-
 5. **report** -- validation hit at every budget for the hand-set weights, the learned ones and the uniform
    layout, from the same textures in the same run; the test split is evaluated once, at the end.
 
+Every selection the run makes (the text-term search, the gate's records, validation, test) uses ``select``'s default
+mode, ``auto``.
+
 ``TrainConfig.start`` (``foveate train --from WEIGHTS``) skips steps 2-3: the given file's ranker, channel weights,
-need and level prior are kept, and the text term's constants (the grid search closing step 3) and the floor gate are
-fitted again on the training split -- a new painting constant fitted without refitting a ranker whose answers
+need and level prior are kept; the print's height is measured again, and the text term's constants (the grid search
+closing step 3) and the floor gate are fitted again on the training split -- a new painting constant fitted without refitting a ranker whose answers
 depend on its seed (EVAL.md).  The file must have been trained with the same sources and seed, so that its
 validation and test images are this run's too; the run checks the recorded ones.
 """
