@@ -27,27 +27,20 @@ def main() -> None:
     ap.add_argument("--row", action="append", required=True, help="NAME=WEIGHTS[:MODE] (mode default auto)")
     args = ap.parse_args()
 
-    import foveate.train.evaluate as evaluate
     from foveate.core.config import EncodeConfig
-    from foveate.selection import select
     from foveate.train.data import by_split, load_pages
+    from foveate.train.evaluate import format_table, hit_table, records
     from foveate.weights import load_weights
 
-    rows = {}
+    rows, modes = {}, {}
     for spec in args.row:
         name, _, rest = spec.partition("=")
         weights, _, mode = rest.rpartition(":") if rest.endswith((":auto", ":quadtree", ":topk")) else (rest, "", "auto")
-        rows[name] = (load_weights(weights), mode)
+        rows[name], modes[name] = load_weights(weights), mode
     pages, _ = load_pages([Path(s) for s in SETS], args.cache, EncodeConfig(), 0)
     pages = by_split(pages, args.split)
-
-    def select_row(texture, query, budget, weights=None, **kw):  # a row is (weights, mode)
-        w, mode = weights
-        return select(texture, query, budget, weights=w, mode=mode, **kw)
-
-    evaluate.select = select_row  # records() selects through this module's name
-    table = evaluate.hit_table(evaluate.records(pages, rows, BUDGETS, prompts=False, workers=2))
-    print(evaluate.format_table(table, [*rows, "uniform"], f"Hit % on the {args.split} split, the same questions"))
+    table = hit_table(records(pages, rows, BUDGETS, prompts=False, workers=2, modes=modes))
+    print(format_table(table, [*rows, "uniform"], f"Hit % on the {args.split} split, the same questions"))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import pytest
 from foveate import select
 from foveate.eval.metrics import query_metrics
 from foveate.query.query import Query
-from foveate.selection.auto import answer_lines, choose, expected_legible, finest_levels, legible_share
+from foveate.selection.auto import choose, expected_legible, finest_levels, legible_share, likely_lines
 from foveate.weights import load_weights
 
 QUESTIONS = ("What is the total?", "Who is the invoice addressed to?", "invoice number", "due date")
@@ -76,7 +76,7 @@ def test_auto_is_the_better_of_the_two_layouts(page_texture, budget):
         both = {m: select(page_texture, question, budget, mode=m, cut=False) for m in ("quadtree", "topk")}
         assert _tiles(auto) == _tiles(both[auto.mode])  # the same tiles as that mode alone
         assert np.array_equal(auto.gist, both[auto.mode].gist)
-        lines = answer_lines(page_texture, Query.coerce(question), scorer)
+        lines = likely_lines(page_texture, Query.coerce(question), scorer)
         assert lines is not None
         got = {m: expected_legible(_tiles(s), page_texture.level_shapes[0], page_texture.patch_size, *lines)
                for m, s in both.items()}

@@ -36,9 +36,10 @@ def oracle_tiles(shapes: list[tuple[int, int]], patch: int, gt_boxes: np.ndarray
     heights = gt_boxes[:, 3] - gt_boxes[:, 1] if text_heights is None else text_heights
     if config.mode == "auto":
         from ..selection.auto import finest_levels, legible_share
+        from ..selection.quadtree import covers
 
         picks = [oracle_tiles(shapes, patch, gt_boxes, text_heights, config.replace(mode=m), min_px)
-                 for m in ("quadtree", "topk") if m == "topk" or config.budget >= shapes[-1][0] * shapes[-1][1]]
+                 for m in ("quadtree", "topk") if m == "topk" or covers(shapes, config.budget)]
         area = (gt_boxes[:, 2] - gt_boxes[:, 0]) * (gt_boxes[:, 3] - gt_boxes[:, 1])
         legible = [float(np.dot(area, legible_share(finest_levels(t, shapes[0]), patch, gt_boxes, heights, min_px)))
                    for t in picks]

@@ -389,8 +389,8 @@ def _eval_image(run: _Run, image_rel: str, qs: list[EvalQuery]) -> None:
                 rec["methods"]["uniform"]["scale"] = round(uni_scale, 4)
             t["baselines"] += time.perf_counter() - t5
             if ocr_here and q.answers:
-                rec["ocr"] = _ocr_record(run, tex, q, sels.get("foveate"), uni_lines, full_lines)
-            if cfg.vlm and "foveate" in sels:
+                rec["ocr"] = _ocr_record(run, tex, q, sels["foveate"], uni_lines, full_lines)
+            if cfg.vlm:
                 t6 = time.perf_counter()
                 read = (lambda img, q=q: _read(run, img, q, "VLM picture")) if ocr_here else None
                 rec["vlm"] = {rule: vlm_record(rgb, sels["foveate"], q, rule, read, full_lines, cfg.max_error_rate)

@@ -78,7 +78,7 @@ def expected_legible(tiles: list[tuple[int, int, int]], grid0: tuple[int, int], 
     return float(np.dot(np.asarray(probs, np.float64)[keep], share))
 
 
-def answer_lines(texture, query, scorer) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def likely_lines(texture, query, scorer) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """(boxes, estimated text heights, probabilities) of the OCR lines for ``query``'s text, from the scorer's
     answer ranker (cached per question by the text term); ``None`` when there is nothing to weigh."""
     ranker = getattr(scorer, "text_ranker", None)
@@ -104,15 +104,13 @@ def choose(candidates: dict[str, Callable[[], list[tuple[int, int, int]]]], grid
     best, tiles = names[0], candidates[names[0]]()
     if lines is None:
         return best, tiles, {}
-    boxes, heights, probs = lines
-    keep = np.nonzero(probs >= MIN_PROBABILITY)[0]
-    boxes, heights, probs = boxes[keep], heights[keep], probs[keep]
-    got = {best: expected_legible(tiles, grid0, patch, boxes, heights, probs)}
+    reachable = float(lines[2][lines[2] >= MIN_PROBABILITY].sum())  # what a layout making every line legible gets
+    got = {best: expected_legible(tiles, grid0, patch, *lines)}
     for n in names[1:]:
-        if got[best] >= probs.sum() - MARGIN:  # nothing left to gain
+        if got[best] >= reachable - MARGIN:  # nothing left to gain
             break
         t = candidates[n]()
-        got[n] = expected_legible(t, grid0, patch, boxes, heights, probs)
+        got[n] = expected_legible(t, grid0, patch, *lines)
         if got[n] > got[best] + MARGIN:
             best, tiles = n, t
     return best, tiles, got

@@ -19,11 +19,17 @@ def _cover_error(budget: int, gh: int, gw: int, size: str = "") -> BudgetError:
         "encode with more levels (max_levels) or use mode 'topk'")
 
 
-def require_cover(shapes: list[tuple[int, int]], budget: int) -> None:
-    """Raise ``BudgetError`` when ``budget`` cannot cover the coarsest of the pyramid's level ``shapes``: every
-    quadtree selection starts from that cover."""
+def covers(shapes: list[tuple[int, int]], budget: int) -> bool:
+    """Whether ``budget`` covers the coarsest of the pyramid's level ``shapes``: every quadtree selection starts from
+    that cover."""
     gh, gw = shapes[-1]
-    if budget < gh * gw:
+    return budget >= gh * gw
+
+
+def require_cover(shapes: list[tuple[int, int]], budget: int) -> None:
+    """Raise ``BudgetError`` when ``budget`` cannot cover the coarsest level (:func:`covers`)."""
+    if not covers(shapes, budget):
+        gh, gw = shapes[-1]
         raise _cover_error(budget, gh, gw)
 
 

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from .auto import finest_levels
+
 if TYPE_CHECKING:
     from ..query.query import Query
 
@@ -80,8 +82,6 @@ class Selection:
 
         Painted per level, not per token: coarse levels first, finer ones overwrite (the minimum level).  The
         uniform layout covers every tile at its one level."""
-        from .auto import finest_levels
-
         gh, gw = self.relevance.shape
         if self.layout == "uniform":
             return np.full((gh, gw), int(self.levels.min()) if len(self) else -1, np.int64)

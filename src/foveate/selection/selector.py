@@ -32,8 +32,8 @@ from ..core.texture import Texture
 from ..query.query import MAX_QUERY_CHARS, Query
 from ..query.scorer import Scorer, default_scorer
 from ..query.terms import QUERY_TERMS, query_maps
-from .auto import answer_lines, choose
-from .quadtree import quadtree_select, require_cover
+from .auto import choose, likely_lines
+from .quadtree import covers, quadtree_select, require_cover
 from .selection import Selection
 from .floor import prefer_uniform
 from .topk import topk_select, topk_split
@@ -176,10 +176,10 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
     mode = cfg.mode
     if layout == "pyramid":
         candidates = {}  # name -> tiles, made on demand (auto may never need the second)
-        if mode in ("quadtree", "auto") and cfg.budget >= shapes[-1][0] * shapes[-1][1]:
+        if foveated and covers(shapes, cfg.budget):
             candidates["quadtree"] = lambda: quadtree_select(sc.score, sc.need, cfg.budget, cfg.area_exponent,
                                                              cfg.min_level, prior=scorer.prior(n_levels))
-        lines = answer_lines(texture, q, scorer) if mode == "auto" else None  # what auto weighs the layouts by
+        lines = likely_lines(texture, q, scorer) if mode == "auto" else None  # what auto weighs the layouts by
         if mode == "topk" or (mode == "auto" and (not candidates or lines is not None)):
             gist_tiles, k = topk_split(shapes, cfg.budget, cfg.gist)
             candidates["topk"] = lambda: gist_tiles + _topk_tiles(sc, cfg, n_levels, k)

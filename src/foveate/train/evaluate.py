@@ -26,15 +26,17 @@ def hit(boxes: np.ndarray, scales: np.ndarray, s: Sample, image_size: tuple[int,
 
 def records(pages: list[Page], weights: dict[str, object], budgets: tuple[int, ...], floor: str = "auto",
             gate_features: bool = False, prompts: bool = True,
-            progress: Callable[[int, int], None] | None = None, workers: int = 1) -> list[dict]:
-    """One record per (question, budget): the hit and legible coverage of each named weights' selection (quadtree,
-    ``floor`` as given) and of the uniform layout; with ``gate_features``, the floor gate's inputs for the first
-    weights.  Budgets below a texture's coarsest cover are skipped (as ``foveate eval`` does); ``prompts=False``
-    leaves out the questions asked with a point prompt.
+            progress: Callable[[int, int], None] | None = None, workers: int = 1,
+            modes: dict[str, str] | None = None) -> list[dict]:
+    """One record per (question, budget): the hit and legible coverage of each named weights' selection (in mode
+    ``modes[name]``, by default ``select``'s; ``floor`` as given) and of the uniform layout; with ``gate_features``,
+    the floor gate's inputs for the first weights.  A budget at which a row cannot select on a page (a quadtree below
+    the texture's coarsest cover) is skipped there for every row, as ``foveate eval`` does; ``prompts=False`` leaves
+    out the questions asked with a point prompt.
 
     ``workers`` > 1 splits the pages among that many forked processes (:func:`~foveate.train.fork.fork_map`): the
     records are the same, in the same order, as one process's."""
-    job = (weights, budgets, floor, gate_features, prompts)
+    job = (weights, budgets, floor, gate_features, prompts, modes or {})
     if workers > 1 and len(pages) > 1:
         ready_query_encoder(pages)
     chunks = [(pages[i:i + _CHUNK], *job) for i in range(0, len(pages), _CHUNK)]
@@ -66,7 +68,7 @@ def ready_query_encoder(pages: list[Page]) -> None:
 
 
 def _page_records(page: Page, weights: dict[str, object], budgets: tuple[int, ...], floor: str, gate_features: bool,
-                  prompts: bool) -> list[dict]:
+                  prompts: bool, modes: dict[str, str]) -> list[dict]:
     out = []
     if gate_features:
         from ..weights import load_weights
@@ -87,7 +89,7 @@ def _page_records(page: Page, weights: dict[str, object], budgets: tuple[int, ..
                    "prompt": bool(s.points), "methods": {}}
             try:
                 for name, w in weights.items():
-                    sel = select(tex, s.query, budget, weights=w, cut=False, floor=floor)
+                    sel = select(tex, s.query, budget, mode=modes.get(name), weights=w, cut=False, floor=floor)
                     rec["methods"][name] = hit(sel.boxes, sel.scales, s, size) + (sel.layout,)
             except BudgetError:
                 break
