@@ -41,6 +41,21 @@ def test_the_weights_file_records_how_it_was_made(tiny_run):
     meta = w.meta
     assert meta["seed"] == 0 and meta["split"]["seed"] == 0 and "Poisson" in meta["objective"]
     assert meta["validation_hit"] == json.loads(json.dumps(res.report["validation_hit"]))
+    # the extent model: fitted on the training pages' (answer line, neighbour) pairs, better than their base rate
+    ext = meta["extent"]
+    assert w.extent is not None and ext["pairs"] > 0 and 0.0 < ext["positive"] < 1.0
+    assert ext["log_loss"] < ext["log_loss_constant"]
+    from foveate.core.config import EncodeConfig
+    from foveate.train.data import by_split, load_pages, resolve_sources
+    from foveate.train.extent import extent_examples
+
+    pages, _ = load_pages(resolve_sources(list(cfg.sources), cfg.cache, cfg.seed), cfg.cache, EncodeConfig(), cfg.seed)
+    rows, labels = extent_examples(by_split(pages, "val"))  # images it never saw: still better than the base rate
+    q = np.clip(w.extent.probabilities(rows), 1e-7, 1 - 1e-7)
+    rate = float(np.clip(ext["positive"], 1e-7, 1 - 1e-7))
+    assert len(labels) and labels.any()
+    assert -np.mean(labels * np.log(q) + (1 - labels) * np.log(1 - q)) < -np.mean(
+        labels * np.log(rate) + (1 - labels) * np.log(1 - rate))
     # the split is by image: every question of an image is on one side
     lines = [json.loads(x) for x in (cfg.output.parent / "receipts" / "queries.jsonl").read_text().splitlines()]
     images = {x["image"] for x in lines}
@@ -109,6 +124,7 @@ def test_from_keeps_the_ranker_and_scorer_and_refits_the_text_term(tiny_run, tmp
     assert a.channel.keys() == b.channel.keys() and b.floor is not None  # the file holds float32
     assert all(b.channel[k] == pytest.approx(v, rel=1e-6) for k, v in a.channel.items())
     assert b.level_prior == pytest.approx(a.level_prior, rel=1e-6)
+    assert b.extent is not None and again.report["extent"] == json.loads(json.dumps(res.report["extent"]))  # refitted alike
     search = again.report["scorer"]["text_term_search"]
     assert len(search["tried"]) == len(TEXT_WEIGHTS) * len(TEXT_SHARPNESS) + len(TEXT_FILLS)
     assert b.query["text"] in TEXT_WEIGHTS and b.text_sharpness in TEXT_SHARPNESS

@@ -16,16 +16,23 @@ from foveate.weights import FORMAT_VERSION, Weights, load_weights
 
 
 def _learned_like() -> Weights:
-    """Weights with every part a file holds: a ranker, a level prior and a floor gate (random but fixed)."""
+    """Weights with every part a file holds: a ranker, an extent model, a level prior and a floor gate (random but
+    fixed)."""
+    from foveate.query.text.extent import AnswerExtent
     from foveate.query.text.ranker import AnswerRanker
 
     torch.manual_seed(0)
     ranker = AnswerRanker(kind_embeddings=np.random.default_rng(0).normal(size=(10, 384)).astype(np.float32))
     ranker.eval()
+    extent = AnswerExtent()
+    with torch.no_grad():
+        extent.linear.weight.normal_(0.0, 0.5)
+        extent.mean.normal_()
     w = Weights.handset()
     return Weights("test", {**w.channel, "saliency": (0.1, 0.7)}, w.need, {**w.query, "text": 12.0}, w.query_need,
                    level_prior=(0.0, 0.5, 0.25, -0.5, 0.0), ranker=ranker, text_fill=0.25,
-                   floor={"bias": 0.5, "log_scale": -1.0}, meta={"note": "test"}, text_height=0.6)
+                   floor={"bias": 0.5, "log_scale": -1.0}, meta={"note": "test"}, text_height=0.6,
+                   extent=extent.eval())
 
 
 def test_round_trip_gives_the_same_selections(tmp_path, page_texture):
@@ -37,6 +44,9 @@ def test_round_trip_gives_the_same_selections(tmp_path, page_texture):
     assert back.query["text"] == pytest.approx(12.0) and back.level_prior == pytest.approx(w.level_prior)
     assert back.floor == w.floor and back.meta == {"note": "test"} and back.text_fill == 0.25
     assert back.text_height == 0.6 and back.scorer(page_texture.channels).text_height == 0.6
+    rows = np.random.default_rng(1).normal(size=(20, len(w.extent.columns))).astype(np.float32)
+    np.testing.assert_array_equal(back.extent.probabilities(rows), w.extent.probabilities(rows))
+    assert back.scorer(page_texture.channels).text_extent is back.extent
     for q in ("What is the total due?", None, {"points": [(300, 200)]}):
         a, b = select(page_texture, q, 144, weights=w), select(page_texture, q, 144, weights=back)
         np.testing.assert_array_equal(a.boxes, b.boxes)
@@ -66,7 +76,7 @@ def test_an_ensemble_of_rankers_round_trips(tmp_path, page_texture):
 
 def test_a_file_without_a_fill_paints_as_before(tmp_path, page_texture):
     """Files written before the fill existed name none: they load with TEXT_FILL (0), every touched tile at full value
-    (and without a text height, with TEXT_HEIGHT)."""
+    (and without a text height, with TEXT_HEIGHT; without an extent model, painting the lines alone)."""
     import dataclasses
 
     from safetensors.torch import save_file
@@ -74,11 +84,12 @@ def test_a_file_without_a_fill_paints_as_before(tmp_path, page_texture):
     from foveate.query.scorer import TEXT_FILL, TEXT_HEIGHT
 
     tensors, meta = _learned_like().to_tensors()
-    del meta["text"]["fill"], meta["text"]["height"]
+    del meta["text"]["fill"], meta["text"]["height"], meta["text"]["extent"]
+    tensors = {k: v for k, v in tensors.items() if not k.startswith("extent.")}
     save_file(tensors, str(tmp_path / "old.safetensors"), metadata={"foveate": json.dumps(meta)})
     old = Weights.load(tmp_path / "old.safetensors")
-    assert old.text_fill == TEXT_FILL == 0.0 and old.text_height == TEXT_HEIGHT
-    zero = dataclasses.replace(_learned_like(), text_fill=0.0, _scorers={})
+    assert old.text_fill == TEXT_FILL == 0.0 and old.text_height == TEXT_HEIGHT and old.extent is None
+    zero = dataclasses.replace(_learned_like(), text_fill=0.0, extent=None, _scorers={})
     q = "What is the total due?"
     np.testing.assert_array_equal(select(page_texture, q, 144, weights=old).boxes,
                                   select(page_texture, q, 144, weights=zero).boxes)
@@ -131,6 +142,8 @@ def test_bad_files_are_typed_errors(tmp_path):
     for bad in (0.0, -1.0, 5.0, float("nan")):  # a hand-edited print height per OCR box height
         with pytest.raises(WeightsError, match="height"):
             load_weights(rewritten(f"height{bad}.safetensors", lambda m: m["text"].update(height=bad)))
+    with pytest.raises(WeightsError, match="columns"):  # an extent model of other features
+        load_weights(rewritten("extent.safetensors", lambda m: m["text"]["extent"].update(columns=["a", "b"])))
     truncated = tmp_path / "truncated.safetensors"
     truncated.write_bytes(data[: len(data) // 2])
     with pytest.raises(WeightsError):

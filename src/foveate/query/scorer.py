@@ -79,6 +79,8 @@ class Scorer(nn.Module):
         level_prior: per pyramid level, added to the quadtree's log-priority of splitting a tile of that level
             (``None``: zeros, the hand-set behaviour).
         text_ranker: the learned answer ranker the ``text`` query term uses (``None``: the hand-set matching).
+        text_extent: the learned model of which neighbours of a likely line continue its answer
+            (``foveate.query.text.extent``; ``None``: the lines alone are painted).
         text_sharpness, text_pad, text_fill: how the ranker's line probabilities are painted (see
             ``foveate.query.text.term``).
         text_height: the print's height per OCR box height (:data:`TEXT_HEIGHT`; ``foveate.selection.auto``).
@@ -91,7 +93,8 @@ class Scorer(nn.Module):
                  query_need: Mapping[str, float] | None = None, need_mean: Mapping[str, float] | None = None,
                  level_prior: Sequence[float] | None = None, text_ranker: nn.Module | None = None,
                  text_sharpness: float = TEXT_SHARPNESS, text_pad: float = TEXT_PAD, text_fill: float = TEXT_FILL,
-                 floor: Mapping[str, float] | None = None, text_height: float = TEXT_HEIGHT) -> None:
+                 floor: Mapping[str, float] | None = None, text_height: float = TEXT_HEIGHT,
+                 text_extent: nn.Module | None = None) -> None:
         super().__init__()
         self.channels = tuple(channels)
         weights = DEFAULT_WEIGHTS if weights is None else weights
@@ -120,7 +123,7 @@ class Scorer(nn.Module):
             vals = torch.as_tensor(list(level_prior), dtype=torch.float32)[:MAX_LEVELS]
             prior[: len(vals)] = vals
         self.level_prior = nn.Parameter(prior)
-        self.text_ranker = text_ranker
+        self.text_ranker, self.text_extent = text_ranker, text_extent
         self.text_sharpness, self.text_pad, self.text_fill = float(text_sharpness), float(text_pad), float(text_fill)
         self.text_height = float(text_height)
         self.floor = dict(floor) if floor is not None else None

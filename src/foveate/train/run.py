@@ -7,7 +7,8 @@
    on the *other* half of the training pages (cross-fitting), so the text term's weight is fitted on maps as
    sharp as on unseen pages, not on the ranker's memory of its own training pages.  Then the print's height per
    OCR box height on the training questions' answer lines (the ``auto`` mode's legibility estimate,
-   :func:`.ranker.text_height_ratio`).
+   :func:`.ranker.text_height_ratio`).  Then the answer's extent: which neighbours of an answer line hold the rest
+   of its answer (:mod:`.extent`), before the text term's painting constants are searched with it.
 4. **floor** -- the uniform-floor gate, on the training split's (question, budget) pairs (:mod:`.floor`).
 5. **report** -- validation hit at every budget for the hand-set weights, the learned ones and the uniform
    layout, from the same textures in the same run; the test split is evaluated once, at the end.
@@ -16,7 +17,7 @@ Every selection the run makes (the text-term search, the gate's records, validat
 mode, ``auto``.
 
 ``TrainConfig.start`` (``foveate train --from WEIGHTS``) skips steps 2-3: the given file's ranker, channel weights,
-need and level prior are kept; the print's height is measured again, and the text term's constants (the grid search
+need and level prior are kept; the print's height and the extent model are fitted again, and the text term's constants (the grid search
 closing step 3) and the floor gate are fitted again on the training split -- a new painting constant fitted without refitting a ranker whose answers
 depend on its seed (EVAL.md).  The file must have been trained with the same sources and seed, so that its
 validation and test images are this run's too; the run checks the recorded ones.
@@ -44,6 +45,7 @@ from ..query.terms import QUERY_TERMS
 from ..weights import Weights
 from .data import Page, by_split, load_pages, resolve_sources
 from .evaluate import format_table, hit_table, ready_query_encoder, records
+from .extent import fit_extent
 from .fork import fork_map
 from .floor import choose_gate
 from .ranker import build_groups, fit_rankers, text_height_ratio, top_k_accuracy
@@ -51,7 +53,9 @@ from .tiles import fit_poisson, scorer_fields, tile_rows
 
 OBJECTIVE = ("ranker: listwise cross-entropy over a page's OCR lines (uniform target over the answer lines); "
              "scorer: Poisson regression of the oracle's per-tile split priority (area of not-yet-legible answer "
-             "boxes) on [mean | max] channels, query maps (cross-fitted ranker) and a per-level prior; floor: "
+             "boxes) on [mean | max] channels, query maps (cross-fitted ranker) and a per-level prior; extent: "
+             "logistic regression of 'this neighbour holds part of the same answer box' on (answer line, layout "
+             "neighbour) pairs; floor: "
              "weighted logistic regression of 'foveated beats uniform' on (question, budget) pairs, ties labelled "
              "uniform (the weights of ties and of legible coverage by cross-validation over the training images)")
 
@@ -340,8 +344,17 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
     learned = dataclasses.replace(learned, text_height=height, _scorers={})
     scorer_report["text_height"] = {"ratio": height, "lines": n_lines}
     log(f"text height: {height:g} of the OCR box height (median over {n_lines} answer lines)")
-    learned, scorer_report["text_term_search"] = calibrate_text_term(learned, train_p, cfg, log)
     timings["scorer"] = timings.get("scorer", 0.0) + time.perf_counter() - t0
+    t0 = time.perf_counter()
+    extent, extent_report = fit_extent(train_p)
+    learned = dataclasses.replace(learned, extent=extent, _scorers={})
+    log(f"extent: {extent_report['pairs']} (line, neighbour) pairs, {extent_report['positive']:.1%} of the same answer; "
+        f"log-loss {extent_report.get('log_loss', float('nan')):.3f} (constant rate "
+        f"{extent_report.get('log_loss_constant', float('nan')):.3f})")
+    timings["extent"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    learned, scorer_report["text_term_search"] = calibrate_text_term(learned, train_p, cfg, log)
+    timings["scorer"] += time.perf_counter() - t0
 
     t0 = time.perf_counter()
     log("floor: the uniform-floor gate on the training split's (question, budget) pairs")
@@ -367,7 +380,7 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
         "split": {"rule": "sha256(seed:set:image) -> train < %.1f <= val < %.1f <= test" % (
             SPLIT_SHARES[0], SPLIT_SHARES[0] + SPLIT_SHARES[1]), "seed": cfg.seed,
             "images": {"train": len(train_p), "val": len(val_p), "test": len(test_p)}},
-        "objective": OBJECTIVE, "ranker": ranker_report,
+        "objective": OBJECTIVE, "ranker": ranker_report, "extent": extent_report,
         "scorer": scorer_report,
         "ranker_validation": {"top1": round(top_k_accuracy(ranker, val_groups, 1), 4),
                               "top3": round(top_k_accuracy(ranker, val_groups, 3), 4), "questions": len(val_groups)},

@@ -71,6 +71,7 @@ class _StableScorer(nn.Module):
 
     # the text term reads how to paint from the scorer: the wrapped one's
     text_ranker = property(lambda self: getattr(self.base, "text_ranker", None))
+    text_extent = property(lambda self: getattr(self.base, "text_extent", None))
     text_sharpness = property(lambda self: self.base.text_sharpness)
     text_pad = property(lambda self: self.base.text_pad)
     text_fill = property(lambda self: self.base.text_fill)

@@ -36,6 +36,8 @@ class Weights:
         bias, need_floor: constants of the score and the need.
         level_prior: per level, added to the quadtree's log-priority.
         ranker: the ``text`` term's learned answer ranker (``None``: hand-set matching).
+        extent: which neighbours of a likely line continue its answer (``foveate.query.text.extent``; ``None``, as in
+            files written before it: the ranker's lines alone are painted).
         text_sharpness, text_pad, text_fill: how the ranker's probabilities are painted (a file without a fill:
             ``TEXT_FILL``, every tile a line touches at full value).
         text_height: the print's height per OCR box height, measured on the training pages (a file without it:
@@ -59,6 +61,7 @@ class Weights:
     floor: dict[str, float] | None = None
     meta: dict = field(default_factory=dict)
     text_height: float = TEXT_HEIGHT
+    extent: Any = None
     _scorers: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -84,7 +87,7 @@ class Weights:
                         query_need=self.query_need, bias=self.bias, need_floor=self.need_floor,
                         level_prior=self.level_prior, text_ranker=self.ranker, text_sharpness=self.text_sharpness,
                         text_pad=self.text_pad, text_fill=self.text_fill, floor=self.floor,
-                        text_height=self.text_height)
+                        text_height=self.text_height, text_extent=self.extent)
             self._scorers[key] = sc.to(torch.device(device)).eval()
         return self._scorers[key]
 
@@ -103,7 +106,8 @@ class Weights:
                 "bias": self.bias, "need_floor": self.need_floor, "level_prior_levels": len(self.level_prior),
                 "text": {"sharpness": self.text_sharpness, "pad": self.text_pad, "fill": self.text_fill,
                          "height": self.text_height,
-                         "ranker": self.ranker.config() if self.ranker is not None else None},
+                         "ranker": self.ranker.config() if self.ranker is not None else None,
+                         "extent": self.extent.config() if self.extent is not None else None},
                 "floor": self.floor, "meta": self.meta}
         if self.ranker is not None:  # one ranker: ranker.<param>; an ensemble: ranker.<member>.<param>
             members = getattr(self.ranker, "members", None)
@@ -111,6 +115,9 @@ class Weights:
             for prefix, m in parts.items():
                 t.update({f"{prefix}.{k}": v.detach().cpu().float().contiguous().clone()
                           for k, v in m.state_dict().items()})
+        if self.extent is not None:
+            t.update({f"extent.{k}": v.detach().cpu().float().contiguous().clone()
+                      for k, v in self.extent.state_dict().items()})
         return t, meta
 
     def save(self, path: str | Path) -> Path:
@@ -177,6 +184,13 @@ class Weights:
                 m.load_state_dict(state)
                 members.append(m.eval())
             ranker = members[0] if n == 1 else RankerEnsemble(members).eval()
+        extent = None
+        if text.get("extent"):
+            from ..query.text.extent import AnswerExtent
+
+            extent = AnswerExtent(**text["extent"])
+            extent.load_state_dict({k[len("extent."):]: v for k, v in t.items() if k.startswith("extent.")})
+            extent.eval()
         prior = tuple(t["level_prior"].tolist()[: int(meta.get("level_prior_levels", 0))])
         # a channel training dropped (constant on every training tile) keeps its hand-set weight; the file lists it
         # only for its need, so its zero weight row is not read as a learned weight
@@ -192,11 +206,12 @@ class Weights:
                    dict(zip(terms, qw)), dict(zip(terms, qn)), float(meta.get("bias", 0.0)),
                    float(meta.get("need_floor", NEED_FLOOR)), prior, ranker,
                    float(text.get("sharpness", TEXT_SHARPNESS)), float(text.get("pad", TEXT_PAD)),
-                   fill, meta.get("floor"), meta.get("meta") or {}, height)
+                   fill, meta.get("floor"), meta.get("meta") or {}, height, extent)
 
     def describe(self) -> dict:
         """A short summary for ``foveate info`` and logs."""
-        return {"name": self.name, "ranker": self.ranker is not None, "floor": self.floor is not None,
+        return {"name": self.name, "ranker": self.ranker is not None, "extent": self.extent is not None,
+                "floor": self.floor is not None,
                 "level_prior": [round(v, 3) for v in self.level_prior], **{k: self.meta[k] for k in
                 ("created", "foveate_version", "datasets", "seed") if k in self.meta}}
 

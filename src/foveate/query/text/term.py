@@ -5,7 +5,9 @@ Two ways, chosen by the scorer in use:
 
 * **learned** (a scorer with a ``text_ranker``, e.g. the package's default weights): the answer ranker
   (:mod:`.ranker`) gives every OCR line a probability of holding the answer; each line is painted with
-  ``1 + log(p) / sharpness`` (clipped to [0, 1]), grown by ``pad`` line heights (:func:`answer_map`).
+  ``1 + log(p) / sharpness`` (clipped to [0, 1]), grown by ``pad`` line heights (:func:`answer_map`).  With a
+  ``text_extent`` model (:mod:`.extent`), the hull of each likely line and a neighbour that may continue its answer
+  is painted the same way, at the pair's probability (:func:`answer_boxes`).
 * **hand-set** (``weights="handset"``): lines matching the query's words or meaning, spread to where a field's
   value sits relative to them (:func:`relevance_map`), with the constants below.
 """
@@ -109,17 +111,49 @@ def answer_probabilities(index: TextIndex, text: str, ranker) -> np.ndarray:
     return p
 
 
-def answer_map(index: TextIndex, probs: np.ndarray, sharpness: float, pad: float, fill: float = 0.0) -> np.ndarray:
-    """Paint each line with ``clip(1 + log(p) / sharpness, 0, 1)``, its box grown by ``pad`` of its height on every
-    side, a tile the box covers a fraction f of at that value times ``1 - fill * (1 - f)`` (:func:`.group.paint_boxes`):
-    (gh, gw) float32.  With query weight a, the scorer's relevance of a line's tiles is proportional to
-    ``p ** (a / sharpness)``: a sure answer stands out, an unsure ranker (the answer is on no line) paints little."""
+def answer_boxes(index: TextIndex, text: str, ranker, extent=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What the learned text term paints for a question: ``(boxes (M, 4), probabilities (M,), heights (M,))`` -- every
+    line with the ranker's probability, then, with an ``extent`` model, the hulls of likely lines with their
+    neighbours (:func:`.extent.answer_regions`); a hull's height is the smaller of its two lines' (it is grown by that).
+    Cached per question, ranker and extent model, like :func:`answer_probabilities`."""
+    p = answer_probabilities(index, text, ranker)
+    boxes, heights = index.boxes, index.boxes[:, 3] - index.boxes[:, 1]
+    if extent is None or not len(p):
+        return boxes, np.asarray(p, np.float64), heights
+    key = ("regions", ranker, extent, text)
+    with _RECENT_LOCK:
+        hit = index.recent.get(key)
+    if hit is None:
+        from .embed import embed_query
+        from .extent import answer_regions
+        from .match import QueryText, lexical_scores
+
+        lex = lexical_scores(index, QueryText.parse(text))
+        cos = (index.embeddings @ embed_query(text)).astype(np.float32)
+        hb, hp, hh = answer_regions(index, np.asarray(p), lex, cos, extent)
+        hit = (np.concatenate([boxes, hb]), np.concatenate([np.asarray(p, np.float64), hp]), np.concatenate([heights, hh]))
+        with _RECENT_LOCK:
+            index.recent[key] = hit
+            while len(index.recent) > 16:
+                index.recent.popitem(last=False)
+    return hit
+
+
+def answer_map(index: TextIndex, probs: np.ndarray, sharpness: float, pad: float, fill: float = 0.0,
+               boxes: np.ndarray | None = None, heights: np.ndarray | None = None) -> np.ndarray:
+    """Paint each line (or each of ``boxes``, ``heights`` their line heights) with ``clip(1 + log(p) / sharpness, 0, 1)``,
+    its box grown by ``pad`` of its height on every side, a tile the box covers a fraction f of at that value times
+    ``1 - fill * (1 - f)`` (:func:`.group.paint_boxes`): (gh, gw) float32.  With query weight a, the scorer's
+    relevance of a line's tiles is proportional to ``p ** (a / sharpness)``: a sure answer stands out, an unsure
+    ranker (the answer is on no line) paints little."""
     if not len(probs):
         return np.zeros(index.grid, np.float32)
+    if boxes is None:
+        boxes, heights = index.boxes, index.boxes[:, 3] - index.boxes[:, 1]
     values = np.clip(1.0 + np.log(np.maximum(probs, 1e-30)) / sharpness, 0.0, 1.0)
     keep = values > 0
-    b = index.boxes[keep]
-    g = pad * (b[:, 3] - b[:, 1])[:, None]
+    b = np.asarray(boxes, np.float64)[keep]
+    g = pad * np.asarray(heights, np.float64)[keep][:, None]
     return paint_boxes(index.grid, index.patch, b + np.concatenate([-g, -g, g, g], 1), values[keep], fill=fill)
 
 
@@ -146,7 +180,8 @@ def text_query_map(texture: Texture, query: Query, notes: list, scorer=None) -> 
         if p[i] < UNSURE_ANSWER:
             notes.append(f"no OCR line looks like the answer (most likely: {index.lines[i].text[:60]!r}, probability "
                          f"{p[i]:.2f}; on no line: {max(0.0, 1.0 - float(p.sum())):.2f}); the selection leans on {blind}")
-        return answer_map(index, p, scorer.text_sharpness, scorer.text_pad, scorer.text_fill)
+        boxes, probs, heights = answer_boxes(index, query.text, ranker, getattr(scorer, "text_extent", None))
+        return answer_map(index, probs, scorer.text_sharpness, scorer.text_pad, scorer.text_fill, boxes, heights)
     m = match_lines(index, query.text)
     out = relevance_map(index, m)
     with _RECENT_LOCK:  # selects may run in several threads (the service)
