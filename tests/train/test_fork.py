@@ -70,3 +70,34 @@ def test_workers_are_decided_in_one_place(monkeypatch):
         device.train_workers()
     monkeypatch.delenv("FOVEATE_TRAIN_WORKERS")
     assert device.train_workers() == device.cpu_cores() >= 1
+
+
+_AFTER_TORCH = """
+import torch
+from foveate.train.fork import fork_map
+
+torch.set_num_threads(2)
+x = torch.randn(512, 512)
+for _ in range(20):
+    x = torch.tanh(x @ x / 512)  # the parent's OpenMP pool is up
+
+def child(i):
+    y = torch.randn(512, 512)
+    return float((y @ y).sum() * 0) + i  # a parallel region, if the child had several threads
+
+assert list(fork_map(child, [(i,) for i in range(6)], 2)) == list(range(6))
+assert torch.get_num_threads() == 2  # the parent's own setting is left alone
+print("ok")
+"""
+
+
+@forks
+def test_workers_after_the_parent_ran_torch_on_threads_do_not_hang():
+    """A parent that ran torch on several threads and then forks: the children run on one thread (GNU OpenMP's pool
+    does not survive a fork; a child entering a parallel region would wait forever).  In a subprocess with a
+    timeout, so a regression fails instead of hanging the suite."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _AFTER_TORCH], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -16,6 +17,11 @@ _CALLS: tuple[Callable[..., Any], Sequence[tuple]] | None = None  # what the for
 
 
 def _run(i: int) -> Any:
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() != 1:
+        # a parent that ran torch on several threads leaves OpenMP's pool behind: a forked child that enters a
+        # parallel region waits on threads it does not have, forever.  One thread never enters one.
+        torch.set_num_threads(1)
     fn, calls = _CALLS
     return fn(*calls[i])
 
