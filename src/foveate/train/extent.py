@@ -1,8 +1,9 @@
 """Fit the answer-extent model (:class:`foveate.query.text.extent.AnswerExtent`) on the training pages.
 
 Every answer box of a text question gives examples: for each OCR line that holds part of the box
-(:func:`.ranker.answer_lines`) and each of that line's layout neighbours (:func:`~foveate.query.text.extent.candidate_pairs`),
-the pair's features and whether the neighbour holds part of the *same* box.  A logistic regression on standardised
+(:func:`.ranker.answer_lines`) and each of that line's layout neighbours
+(:func:`~foveate.query.text.extent.candidate_pairs`), the pair's features and whether the neighbour holds part of the
+*same* box.  A logistic regression on standardised
 features, L2-penalised, fitted by L-BFGS from zeros: deterministic, a few seconds.
 """
 
@@ -12,7 +13,7 @@ import numpy as np
 import torch
 
 from ..query.text.embed import embed_query
-from ..query.text.extent import AnswerExtent, line_content, page_pairs, pair_features
+from ..query.text.extent import COLUMNS, AnswerExtent, line_content, page_pairs, pair_features
 from ..query.text.layout import text_index
 from ..query.text.match import QueryText, lexical_scores
 from .data import Page
@@ -45,7 +46,7 @@ def extent_examples(pages: list[Page]) -> tuple[np.ndarray, np.ndarray]:
                     rows.append(pair_features(index.boxes, content, pairs[use], lex, cos))
                     labels.append(inside[pairs[use, 1]].astype(np.float32))
     if not rows:
-        return np.zeros((0, len(AnswerExtent().columns)), np.float32), np.zeros(0, np.float32)
+        return np.zeros((0, len(COLUMNS)), np.float32), np.zeros(0, np.float32)
     return np.concatenate(rows), np.concatenate(labels)
 
 

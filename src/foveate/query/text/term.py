@@ -94,56 +94,55 @@ def relevance_map(index: TextIndex, m: LineMatch) -> np.ndarray:
     return paint_boxes(index.grid, index.patch, boxes, values)
 
 
-def answer_probabilities(index: TextIndex, text: str, ranker) -> np.ndarray:
-    """The ranker's probability for every line of ``index`` (cached per question and ranker).  The key holds the
-    ranker itself, not its ``id``: a freed ranker's id can be reused by the next one loaded, which then read the
-    dead one's probabilities."""
-    key = ("answer", ranker, text)
+#: entries of a texture's recent learned answers: a question's probabilities and its painted map, for 16 questions
+RECENT_ANSWERS = 32
+
+
+def _recent(index: TextIndex, key: tuple, make):
+    """``make()``, cached in the index's recent answers (:data:`RECENT_ANSWERS`; selects may run in several threads).
+    Keys hold the models themselves, not their ``id``: a freed model's id can be reused by the next one loaded, which
+    would then read the dead one's answers."""
     with _RECENT_LOCK:
         hit = index.recent.get(key)
     if hit is not None:
         return hit
-    p = ranker.probabilities(index, text)
+    value = make()
     with _RECENT_LOCK:
-        index.recent[key] = p
-        while len(index.recent) > 16:
+        index.recent[key] = value
+        while len(index.recent) > RECENT_ANSWERS:
             index.recent.popitem(last=False)
-    return p
+    return value
+
+
+def answer_probabilities(index: TextIndex, text: str, ranker) -> np.ndarray:
+    """The ranker's probability for every line of ``index`` (cached per question and ranker)."""
+    return _recent(index, ("answer", ranker, text), lambda: ranker.probabilities(index, text))
 
 
 def answer_boxes(index: TextIndex, text: str, ranker, extent=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """What the learned text term paints for a question: ``(boxes (M, 4), probabilities (M,), heights (M,))`` -- every
     line with the ranker's probability, then, with an ``extent`` model, the hulls of likely lines with their
     neighbours (:func:`.extent.answer_regions`); a hull's height is the smaller of its two lines' (it is grown by that).
-    Cached per question, ranker and extent model, like :func:`answer_probabilities`."""
-    p = answer_probabilities(index, text, ranker)
+    The text term caches the map painted from them (:func:`text_query_map`), not the boxes."""
+    p = np.asarray(answer_probabilities(index, text, ranker), np.float64)
     boxes, heights = index.boxes, index.boxes[:, 3] - index.boxes[:, 1]
     if extent is None or not len(p):
-        return boxes, np.asarray(p, np.float64), heights
-    key = ("regions", ranker, extent, text)
-    with _RECENT_LOCK:
-        hit = index.recent.get(key)
-    if hit is None:
-        from .embed import embed_query
-        from .extent import answer_regions
-        from .match import QueryText, lexical_scores
+        return boxes, p, heights
+    from .embed import embed_query
+    from .extent import answer_regions
+    from .match import QueryText, lexical_scores
 
-        lex = lexical_scores(index, QueryText.parse(text))
-        cos = (index.embeddings @ embed_query(text)).astype(np.float32)
-        hb, hp, hh = answer_regions(index, np.asarray(p), lex, cos, extent)
-        hit = (np.concatenate([boxes, hb]), np.concatenate([np.asarray(p, np.float64), hp]), np.concatenate([heights, hh]))
-        with _RECENT_LOCK:
-            index.recent[key] = hit
-            while len(index.recent) > 16:
-                index.recent.popitem(last=False)
-    return hit
+    lex = lexical_scores(index, QueryText.parse(text))
+    cos = (index.embeddings @ embed_query(text)).astype(np.float32)
+    hb, hp, hh = answer_regions(index, p, lex, cos, extent)
+    return np.concatenate([boxes, hb]), np.concatenate([p, hp]), np.concatenate([heights, hh])
 
 
 def answer_map(index: TextIndex, probs: np.ndarray, sharpness: float, pad: float, fill: float = 0.0,
                boxes: np.ndarray | None = None, heights: np.ndarray | None = None) -> np.ndarray:
-    """Paint each line (or each of ``boxes``, ``heights`` their line heights) with ``clip(1 + log(p) / sharpness, 0, 1)``,
-    its box grown by ``pad`` of its height on every side, a tile the box covers a fraction f of at that value times
-    ``1 - fill * (1 - f)`` (:func:`.group.paint_boxes`): (gh, gw) float32.  With query weight a, the scorer's
+    """Paint each line (or each of ``boxes``, ``heights`` their line heights) with
+    ``clip(1 + log(p) / sharpness, 0, 1)``, its box grown by ``pad`` of its height on every side, a tile the box
+    covers a fraction f of at that value times ``1 - fill * (1 - f)`` (:func:`.group.paint_boxes`): (gh, gw) float32.  With query weight a, the scorer's
     relevance of a line's tiles is proportional to ``p ** (a / sharpness)``: a sure answer stands out, an unsure
     ranker (the answer is on no line) paints little."""
     if not len(probs):
@@ -180,8 +179,13 @@ def text_query_map(texture: Texture, query: Query, notes: list, scorer=None) -> 
         if p[i] < UNSURE_ANSWER:
             notes.append(f"no OCR line looks like the answer (most likely: {index.lines[i].text[:60]!r}, probability "
                          f"{p[i]:.2f}; on no line: {max(0.0, 1.0 - float(p.sum())):.2f}); the selection leans on {blind}")
-        boxes, probs, heights = answer_boxes(index, query.text, ranker, getattr(scorer, "text_extent", None))
-        return answer_map(index, probs, scorer.text_sharpness, scorer.text_pad, scorer.text_fill, boxes, heights)
+        extent, paint = getattr(scorer, "text_extent", None), (scorer.text_sharpness, scorer.text_pad, scorer.text_fill)
+
+        def make() -> np.ndarray:
+            boxes, probs, heights = answer_boxes(index, query.text, ranker, extent)
+            return answer_map(index, probs, *paint, boxes, heights)
+
+        return _recent(index, ("map", ranker, extent, paint, query.text), make).copy()
     m = match_lines(index, query.text)
     out = relevance_map(index, m)
     with _RECENT_LOCK:  # selects may run in several threads (the service)
