@@ -164,3 +164,29 @@ def test_the_text_term_paints_the_hull_of_a_line_and_its_neighbours(page_texture
     none = text_query_map(page_texture, q, [], dataclasses.replace(w, extent=_sure_extent(1e-9), _scorers={})
                           .scorer(page_texture.channels))
     np.testing.assert_allclose(none, base, atol=1e-6)  # improbable hulls paint nothing above the lines
+
+
+def test_explain_lists_the_hulls_after_the_lines(page_texture):
+    from foveate.query.query import Query
+    from foveate.query.text.term import text_evidence
+    from foveate.weights import load_weights
+
+    w = load_weights("default")
+    if w.ranker is None:
+        pytest.skip("the package ships no trained ranker")
+    q = Query(text="How much is due in total?")
+    plain = text_evidence(page_texture, q, dataclasses.replace(w, extent=None, _scorers={}).scorer(page_texture.channels))
+    assert plain and {e["relation"] for e in plain} == {"answer"}
+    grown = text_evidence(page_texture, q, dataclasses.replace(w, extent=_sure_extent(0.9), _scorers={})
+                          .scorer(page_texture.channels))
+    assert grown[: len(plain)] == plain
+    hulls = grown[len(plain):]
+    assert 1 <= len(hulls) <= 3 and all(e["relation"] == "answer extent" for e in hulls)
+    top = plain[0]  # the most probable line: its hulls come first (every q is 0.9), then the next line's
+    assert [e["probability"] for e in hulls] == sorted((e["probability"] for e in hulls), reverse=True)
+    first = [e for e in hulls if e["probability"] == pytest.approx(0.9 * top["probability"], rel=1e-3)]
+    assert first and first == hulls[: len(first)]
+    for e in first:
+        assert e["text"].startswith(top["text"] + " | ")
+        x0, y0, x1, y1 = e["box"]  # the hull holds the top line
+        assert x0 <= top["box"][0] and y0 <= top["box"][1] and x1 >= top["box"][2] and y1 >= top["box"][3]

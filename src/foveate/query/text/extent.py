@@ -158,16 +158,16 @@ class AnswerExtent(nn.Module):
 
 
 def answer_regions(index: TextIndex, probs: np.ndarray, lexical: np.ndarray, cosine: np.ndarray,
-                   extent: AnswerExtent) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The hulls of each likely line (probability >= :data:`MIN_ANCHOR`) with its candidate neighbours, their
-    probabilities ``p_i q_ij`` and the smaller of the two lines' heights: ``((R, 4), (R,), (R,))`` float64, empty when
-    no line is likely."""
+                   extent: AnswerExtent) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The pairs ``(i, j, relation)`` of each likely line (probability >= :data:`MIN_ANCHOR`) with its candidate
+    neighbours, their hulls, their probabilities ``p_i q_ij`` and the smaller of the two lines' heights:
+    ``((R, 3) int64, (R, 4), (R,), (R,))``, empty when no line is likely."""
     pairs = page_pairs(index)
     pairs = pairs[np.asarray(probs)[pairs[:, 0]] >= MIN_ANCHOR] if len(pairs) else pairs
     if not len(pairs):
-        return np.zeros((0, 4)), np.zeros(0), np.zeros(0)
+        return pairs.reshape(0, 3), np.zeros((0, 4)), np.zeros(0), np.zeros(0)
     rows = pair_features(index.boxes, line_content(index), pairs, lexical, cosine)
     q = extent.probabilities(rows)
     h = index.boxes[:, 3] - index.boxes[:, 1]
-    return (hulls(index.boxes, pairs), np.asarray(probs, np.float64)[pairs[:, 0]] * q,
+    return (pairs, hulls(index.boxes, pairs), np.asarray(probs, np.float64)[pairs[:, 0]] * q,
             np.minimum(h[pairs[:, 0]], h[pairs[:, 1]]))

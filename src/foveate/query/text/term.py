@@ -119,6 +119,17 @@ def answer_probabilities(index: TextIndex, text: str, ranker) -> np.ndarray:
     return _recent(index, ("answer", ranker, text), lambda: ranker.probabilities(index, text))
 
 
+def answer_extent(index: TextIndex, text: str, p: np.ndarray, extent) -> tuple[np.ndarray, ...]:
+    """:func:`.extent.answer_regions` for a question: (pairs, hulls, probabilities, heights)."""
+    from .embed import embed_query
+    from .extent import answer_regions
+    from .match import QueryText, lexical_scores
+
+    lex = lexical_scores(index, QueryText.parse(text))
+    cos = (index.embeddings @ embed_query(text)).astype(np.float32)
+    return answer_regions(index, p, lex, cos, extent)
+
+
 def answer_boxes(index: TextIndex, text: str, ranker, extent=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """What the learned text term paints for a question: ``(boxes (M, 4), probabilities (M,), heights (M,))`` -- every
     line with the ranker's probability, then, with an ``extent`` model, the hulls of likely lines with their
@@ -128,13 +139,7 @@ def answer_boxes(index: TextIndex, text: str, ranker, extent=None) -> tuple[np.n
     boxes, heights = index.boxes, index.boxes[:, 3] - index.boxes[:, 1]
     if extent is None or not len(p):
         return boxes, p, heights
-    from .embed import embed_query
-    from .extent import answer_regions
-    from .match import QueryText, lexical_scores
-
-    lex = lexical_scores(index, QueryText.parse(text))
-    cos = (index.embeddings @ embed_query(text)).astype(np.float32)
-    hb, hp, hh = answer_regions(index, p, lex, cos, extent)
+    _, hb, hp, hh = answer_extent(index, text, p, extent)
     return np.concatenate([boxes, hb]), np.concatenate([p, hp]), np.concatenate([heights, hh])
 
 
@@ -201,7 +206,8 @@ def text_query_map(texture: Texture, query: Query, notes: list, scorer=None) -> 
 
 def text_evidence(texture: Texture, query: Query, scorer=None) -> list[dict]:
     """For ``explain``: the OCR lines that drove the text term for this query, best first (with a scorer that has
-    an answer ranker, its five most probable lines; else the hand-set matches and their spread)."""
+    an answer ranker, its five most probable lines, then with an extent model the three most probable hulls of a line
+    and a neighbour that continues its answer; else the hand-set matches and their spread)."""
     index = text_index(texture)
     if index is None or query.text is None or not index.lines:
         return []
@@ -209,8 +215,18 @@ def text_evidence(texture: Texture, query: Query, scorer=None) -> list[dict]:
     if ranker is not None:
         p = answer_probabilities(index, query.text, ranker)  # cached by the map
         top = np.argsort(-p, kind="stable")[:5]
-        return [{"term": "text", "relation": "answer", "text": index.lines[j].text, "box": list(index.lines[j].box),
-                 "probability": round(float(p[j]), 4)} for j in top if p[j] > 0]
+        out = [{"term": "text", "relation": "answer", "text": index.lines[j].text, "box": list(index.lines[j].box),
+                "probability": round(float(p[j]), 4)} for j in top if p[j] > 0]
+        extent = getattr(scorer, "text_extent", None)
+        if extent is not None:
+            pairs, hulls, hp, _ = answer_extent(index, query.text, np.asarray(p, np.float64), extent)
+            for k in np.argsort(-hp, kind="stable")[:3]:
+                i, j = int(pairs[k, 0]), int(pairs[k, 1])
+                if hp[k] >= 0.01:
+                    out.append({"term": "text", "relation": "answer extent",
+                                "text": f"{index.lines[i].text} | {index.lines[j].text}",
+                                "box": [int(round(v)) for v in hulls[k]], "probability": round(float(hp[k]), 4)})
+        return out
     m = index.recent.get(query.text)
     if m is None:
         text_query_map(texture, query, [])
