@@ -175,7 +175,8 @@ def test_explain_lists_the_hulls_after_the_lines(page_texture):
     if w.ranker is None:
         pytest.skip("the package ships no trained ranker")
     q = Query(text="How much is due in total?")
-    plain = text_evidence(page_texture, q, dataclasses.replace(w, extent=None, _scorers={}).scorer(page_texture.channels))
+    plain = text_evidence(page_texture, q,
+                          dataclasses.replace(w, extent=None, _scorers={}).scorer(page_texture.channels))
     assert plain and {e["relation"] for e in plain} == {"answer"}
     grown = text_evidence(page_texture, q, dataclasses.replace(w, extent=_sure_extent(0.9), _scorers={})
                           .scorer(page_texture.channels))

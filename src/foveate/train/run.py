@@ -17,9 +17,9 @@ Every selection the run makes (the text-term search, the gate's records, validat
 mode, ``auto``.
 
 ``TrainConfig.start`` (``foveate train --from WEIGHTS``) skips steps 2-3: the given file's ranker, channel weights,
-need and level prior are kept; the print's height and the extent model are fitted again, and the text term's constants (the grid search
-closing step 3) and the floor gate are fitted again on the training split -- a new painting constant fitted without refitting a ranker whose answers
-depend on its seed (EVAL.md).  The file must have been trained with the same sources and seed, so that its
+need and level prior are kept; the print's height and the extent model are fitted again, and the text term's
+constants (the grid search closing step 3) and the floor gate are fitted again on the training split -- a new
+painting constant fitted without refitting a ranker whose answers depend on its seed (EVAL.md).  The file must have been trained with the same sources and seed, so that its
 validation and test images are this run's too; the run checks the recorded ones.
 """
 
@@ -348,8 +348,8 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
     t0 = time.perf_counter()
     extent, extent_report = fit_extent(train_p)
     learned = dataclasses.replace(learned, extent=extent, _scorers={})
-    log(f"extent: {extent_report['pairs']} (line, neighbour) pairs, {extent_report['positive']:.1%} of the same answer; "
-        f"log-loss {extent_report.get('log_loss', float('nan')):.3f} (constant rate "
+    log(f"extent: {extent_report['pairs']} (line, neighbour) pairs, {extent_report['positive']:.1%} of the same "
+        f"answer; log-loss {extent_report.get('log_loss', float('nan')):.3f} (constant rate "
         f"{extent_report.get('log_loss_constant', float('nan')):.3f})")
     timings["extent"] = time.perf_counter() - t0
     t0 = time.perf_counter()

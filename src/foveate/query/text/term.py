@@ -147,9 +147,9 @@ def answer_map(index: TextIndex, probs: np.ndarray, sharpness: float, pad: float
                boxes: np.ndarray | None = None, heights: np.ndarray | None = None) -> np.ndarray:
     """Paint each line (or each of ``boxes``, ``heights`` their line heights) with
     ``clip(1 + log(p) / sharpness, 0, 1)``, its box grown by ``pad`` of its height on every side, a tile the box
-    covers a fraction f of at that value times ``1 - fill * (1 - f)`` (:func:`.group.paint_boxes`): (gh, gw) float32.  With query weight a, the scorer's
-    relevance of a line's tiles is proportional to ``p ** (a / sharpness)``: a sure answer stands out, an unsure
-    ranker (the answer is on no line) paints little."""
+    covers a fraction f of at that value times ``1 - fill * (1 - f)`` (:func:`.group.paint_boxes`): (gh, gw) float32.
+    With query weight a, the scorer's relevance of a line's tiles is proportional to ``p ** (a / sharpness)``: a sure
+    answer stands out, an unsure ranker (the answer is on no line) paints little."""
     if not len(probs):
         return np.zeros(index.grid, np.float32)
     if boxes is None:
