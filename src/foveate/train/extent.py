@@ -3,8 +3,8 @@
 Every answer box of a text question gives examples: for each OCR line that holds part of the box
 (:func:`.ranker.answer_lines`) and each of that line's layout neighbours
 (:func:`~foveate.query.text.extent.candidate_pairs`), the pair's features and whether the neighbour holds part of the
-*same* box.  A logistic regression on standardised
-features, L2-penalised, fitted by L-BFGS from zeros: deterministic, a few seconds.
+*same* box.  A logistic regression on standardised features, L2-penalised, fitted by L-BFGS from zeros:
+deterministic, a few seconds.
 """
 
 from __future__ import annotations
