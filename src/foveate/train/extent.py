@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..query.text.embed import embed_query
-from ..query.text.extent import COLUMNS, AnswerExtent, line_content, page_pairs, pair_features
+from ..query.text.extent import COLUMNS, AnswerExtent, page_pairs, pair_features
+from ..query.text.features import line_contents
 from ..query.text.layout import text_index
-from ..query.text.match import QueryText, lexical_scores
+from ..query.text.match import question_scores
 from .data import Page
 from .ranker import answer_lines
 
@@ -33,12 +33,11 @@ def extent_examples(pages: list[Page]) -> tuple[np.ndarray, np.ndarray]:
         pairs = page_pairs(index)
         if not len(pairs):
             continue
-        content = line_content(index)
+        content = line_contents(index)
         for s in page.samples:
             if s.text is None or s.points:
                 continue
-            lex = lexical_scores(index, QueryText.parse(s.text))
-            cos = (index.embeddings @ embed_query(s.text)).astype(np.float32)
+            lex, cos = question_scores(index, s.text)
             for box in np.asarray(s.boxes, np.float64).reshape(-1, 4):
                 inside = answer_lines(index.boxes, box[None])
                 use = inside[pairs[:, 0]]

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .features import CONTENT_COLUMNS, content_features
+from .features import CONTENT_COLUMNS, line_contents
 
 if TYPE_CHECKING:
     from .layout import TextIndex
@@ -103,15 +103,6 @@ def pair_features(boxes: np.ndarray, content: np.ndarray, pairs: np.ndarray, lex
     return np.concatenate([onehot, geometry, match, content[j], content[i]], 1).astype(np.float32)
 
 
-def line_content(index: TextIndex) -> np.ndarray:
-    """(N, 15) content features of every line (cached with the index)."""
-    c = index.cache.get("content")
-    if c is None:
-        c = index.cache["content"] = np.array([content_features(ln.text) for ln in index.lines],
-                                              np.float32).reshape(len(index.lines), len(CONTENT_COLUMNS))
-    return c
-
-
 def page_pairs(index: TextIndex) -> np.ndarray:
     """:func:`candidate_pairs` of the index's lines (cached with the index)."""
     p = index.cache.get("pairs")
@@ -166,7 +157,7 @@ def answer_regions(index: TextIndex, probs: np.ndarray, lexical: np.ndarray, cos
     pairs = pairs[np.asarray(probs)[pairs[:, 0]] >= MIN_ANCHOR] if len(pairs) else pairs
     if not len(pairs):
         return pairs.reshape(0, 3), np.zeros((0, 4)), np.zeros(0), np.zeros(0)
-    rows = pair_features(index.boxes, line_content(index), pairs, lexical, cosine)
+    rows = pair_features(index.boxes, line_contents(index), pairs, lexical, cosine)
     q = extent.probabilities(rows)
     h = index.boxes[:, 3] - index.boxes[:, 1]
     return (pairs, hulls(index.boxes, pairs), np.asarray(probs, np.float64)[pairs[:, 0]] * q,

@@ -129,13 +129,23 @@ def layout_features(boxes: np.ndarray, texts: list[str], image_size: tuple[int, 
     ], 1).astype(np.float32)
 
 
+def line_contents(index: TextIndex) -> np.ndarray:
+    """(N, 15) :func:`content_features` of every line (kept with the index: the ranker and the extent model read
+    them)."""
+    c = index.cache.get("content")
+    if c is None:
+        c = index.cache["content"] = np.array([content_features(ln.text) for ln in index.lines],
+                                              np.float32).reshape(len(index.lines), len(CONTENT_COLUMNS))
+    return c
+
+
 def line_features(index: TextIndex, kind_embeddings: np.ndarray) -> np.ndarray:
     """The question-independent part of every line's feature row: content, layout, and the line's own MiniLM
     similarity to each kind of answer.  (N, 15 + 16 + K) float32; computed once per texture."""
     texts = [ln.text for ln in index.lines]
     if not texts:
         return np.zeros((0, len(CONTENT_COLUMNS) + len(LAYOUT_COLUMNS) + len(LINE_KIND_COLUMNS)), np.float32)
-    content = np.array([content_features(t) for t in texts], np.float32)
+    content = line_contents(index)
     layout = layout_features(index.boxes, texts, index.image_size)
     kinds = (index.embeddings @ kind_embeddings.T).astype(np.float32)
     return np.concatenate([content, layout, kinds], 1)

@@ -5,7 +5,9 @@ similarity of the MiniLM embeddings (:func:`match_lines`: ``line score = max(lex
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
@@ -170,11 +172,34 @@ def lexical_scores(index: TextIndex, qt: QueryText) -> np.ndarray:
     return lex.astype(np.float32)
 
 
+_QUESTIONS_LOCK = threading.Lock()
+#: questions whose line scores a text index keeps (:func:`question_scores`)
+RECENT_QUESTIONS = 16
+
+
+def question_scores(index: TextIndex, text: str) -> tuple[np.ndarray, np.ndarray]:
+    """(N,) float32 each: every line's lexical match (:func:`lexical_scores`) and MiniLM cosine to the question --
+    what the hand-set match, the answer ranker and the extent model all read.  Kept with the index for the last
+    :data:`RECENT_QUESTIONS` questions (read-only arrays), so a new question scores the page's lines once."""
+    with _QUESTIONS_LOCK:
+        recent = index.cache.setdefault("questions", OrderedDict())
+        hit = recent.get(text)
+    if hit is not None:
+        return hit
+    lex = lexical_scores(index, QueryText.parse(text))
+    cos = (index.embeddings @ embed_query(text)).astype(np.float32) if len(index.lines) else np.zeros(0, np.float32)
+    lex.setflags(write=False)
+    cos.setflags(write=False)
+    with _QUESTIONS_LOCK:
+        recent[text] = (lex, cos)
+        while len(recent) > RECENT_QUESTIONS:
+            recent.popitem(last=False)
+    return lex, cos
+
+
 def match_lines(index: TextIndex, text: str) -> LineMatch:
-    qt = QueryText.parse(text)
-    lex = lexical_scores(index, qt)
-    cos = index.embeddings @ embed_query(text) if len(index.lines) else np.zeros(0, np.float32)
+    lex, cos = question_scores(index, text)
     sem = (SEM_MAX * np.clip((cos - SEM_LOW) / (SEM_HIGH - SEM_LOW), 0.0, 1.0)).astype(np.float32)
-    return LineMatch(lex, cos.astype(np.float32), sem, np.maximum(lex, sem), [])
+    return LineMatch(lex, cos, sem, np.maximum(lex, sem), [])
 
 

@@ -25,7 +25,7 @@ from torch import nn
 
 from .embed import EMBED_DIM, embed_query, embed_texts
 from .features import ANSWER_KINDS, COLUMNS, feature_rows, intent_features, line_features, relation_features
-from .match import QueryText, lexical_scores
+from .match import question_scores
 
 if TYPE_CHECKING:
     from .layout import TextIndex
@@ -116,8 +116,7 @@ class AnswerRanker(nn.Module):
         if lf is None:
             lf = index.cache[key] = line_features(index, kinds)
         eq = embed_query(text)
-        lex = lexical_scores(index, QueryText.parse(text))
-        cos = (index.embeddings @ eq).astype(np.float32)
+        lex, cos = question_scores(index, text)
         rows = feature_rows(lf, relation_features(index.boxes, lex, cos), intent_features(eq, kinds))
         return rows, eq
 

@@ -121,13 +121,10 @@ def answer_probabilities(index: TextIndex, text: str, ranker) -> np.ndarray:
 
 def answer_extent(index: TextIndex, text: str, p: np.ndarray, extent) -> tuple[np.ndarray, ...]:
     """:func:`.extent.answer_regions` for a question: (pairs, hulls, probabilities, heights)."""
-    from .embed import embed_query
     from .extent import answer_regions
-    from .match import QueryText, lexical_scores
+    from .match import question_scores
 
-    lex = lexical_scores(index, QueryText.parse(text))
-    cos = (index.embeddings @ embed_query(text)).astype(np.float32)
-    return answer_regions(index, p, lex, cos, extent)
+    return answer_regions(index, p, *question_scores(index, text), extent)
 
 
 def answer_boxes(index: TextIndex, text: str, ranker, extent=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
