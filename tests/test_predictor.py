@@ -106,6 +106,37 @@ def test_scorer_inference_path_matches_the_module(photo):
     np.testing.assert_allclose(bound, b_ref.numpy(), rtol=1e-5, atol=1e-5)
 
 
+def test_scorer_keeps_the_query_independent_product_per_texture(photo):
+    """With the texture's cache, ``evaluate`` keeps the channels' product for the next query: the same numbers as
+    without it, recomputed when the weights change in place or the features are rebuilt (``invalidate``)."""
+    import torch
+
+    from foveate.query.scorer import CHANNEL_TERMS
+
+    tex = foveate.encode(photo, preset="fast", device="cpu")
+    scorer = foveate.Scorer(tex.channels, bias=0.1)
+    feats, _ = tex.flat_features()
+    q = torch.rand(feats.shape[0], 1)
+    first = scorer.evaluate(feats, q, ["prompt"], cache=tex._cache)
+    kept = tex._cache[CHANNEL_TERMS]
+    again = scorer.evaluate(feats, q * 0.5, ["prompt"], cache=tex._cache)
+    assert tex._cache[CHANNEL_TERMS] is kept  # reused, not recomputed
+    for a, b in zip(again, scorer.evaluate(feats, q * 0.5, ["prompt"])):
+        np.testing.assert_array_equal(a, b)
+    with torch.no_grad():
+        scorer.weight.mul_(-2.0)  # weights changed in place: the kept product no longer applies
+    changed = scorer.evaluate(feats, q, ["prompt"], cache=tex._cache)
+    for a, b in zip(changed, scorer.evaluate(feats, q, ["prompt"])):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(changed[0], first[0])
+    tex.invalidate()
+    assert CHANNEL_TERMS not in tex._cache
+    feats2, _ = tex.flat_features()
+    assert feats2 is not feats
+    for a, b in zip(scorer.evaluate(feats2, q, ["prompt"], cache=tex._cache), scorer.evaluate(feats2, q, ["prompt"])):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_bound_is_optimistic_for_non_negative_weights(photo):
     """With non-negative weights no level-0 tile scores above the bound of a coarse tile containing it."""
     import torch

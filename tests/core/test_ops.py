@@ -78,6 +78,24 @@ def test_mips_match_slow_loop(hw):
             np.testing.assert_allclose(g, wv, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("hw", [(1000, 700), (17, 300), (1, 1)])
+def test_query_maps_max_mip_is_build_mips_max(hw):
+    """The query maps' pyramid (``QueryMaps.flat``: the max-mip alone, ``ops.max_down``) equals the slow loop's."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from foveate.query.terms import QueryMaps
+
+    h, w = hw
+    gh, gw = ops.grid_shape(h, w, 16)
+    n = ops.num_levels(gh, gw, 5)
+    maps = [np.random.default_rng(k).random((gh, gw)).astype(np.float32) for k in range(2)]
+    got = QueryMaps(["a", "b"], maps).flat(SimpleNamespace(num_levels=n), torch.device("cpu")).numpy()
+    _, maxes, _ = slow_mips(np.stack(maps, -1), ops.coverage0(h, w, 16), n)
+    np.testing.assert_array_equal(got, np.concatenate([m.reshape(-1, 2) for m in maxes]))
+
+
 def test_mean_mip_equals_opencv_area_on_even_grids():
     """On whole-tile images each mean level is the image area-averaged to that grid (OpenCV INTER_AREA)."""
     img = np.random.default_rng(2).random((256, 512)).astype(np.float32)

@@ -103,13 +103,17 @@ class EncodeConfig:
     def hash(self) -> str:
         """Stable hash of everything that changes the texture's numbers (16 hex digits).
 
-        ``max_pixels`` is a guard, not a parameter of the result, so it is left out.
+        ``max_pixels`` is a guard, not a parameter of the result, so it is left out.  Computed once per (frozen)
+        config: every ``select`` names its texture by it.
         """
-        d = self.to_dict()
-        d.pop("max_pixels")
-        d["encoder_version"] = ENCODER_VERSION
-        blob = json.dumps(d, sort_keys=True, separators=(",", ":")).encode()
-        return hashlib.sha256(blob).hexdigest()[:16]
+        known = self.__dict__.get("_hash")
+        if known is None:
+            d = self.to_dict()
+            d.pop("max_pixels")
+            d["encoder_version"] = ENCODER_VERSION
+            blob = json.dumps(d, sort_keys=True, separators=(",", ":")).encode()
+            known = self.__dict__["_hash"] = hashlib.sha256(blob).hexdigest()[:16]
+        return known
 
 
 @dataclass(frozen=True)

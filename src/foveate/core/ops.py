@@ -149,12 +149,19 @@ def mip_down(mean: np.ndarray, mx: np.ndarray, cov: np.ndarray) -> tuple[np.ndar
     cv = _pad_to(cov, 2 * h2, 2 * w2)
     cov_sum = (cv[0::2, 0::2] + cv[0::2, 1::2]) + (cv[1::2, 0::2] + cv[1::2, 1::2])
     mean2 = ((m[0::2, 0::2] + m[0::2, 1::2]) + (m[1::2, 0::2] + m[1::2, 1::2])) / np.maximum(cov_sum, 1e-12)[..., None]
+    return mean2.astype(np.float32), max_down(mx), (cov_sum / 4.0).astype(np.float32)
+
+
+def max_down(mx: np.ndarray) -> np.ndarray:
+    """The max-mip step of :func:`mip_down` alone: (h, w, C) -> (ceil(h/2), ceil(w/2), C), the max over each
+    parent's existing children."""
+    h, w, c = mx.shape
+    h2, w2 = -(-h // 2), -(-w // 2)
     xp = mx
     if (h, w) != (2 * h2, 2 * w2):
         xp = np.full((2 * h2, 2 * w2, c), -np.inf, dtype=mx.dtype)
         xp[:h, :w] = mx
-    max2 = np.maximum(np.maximum(xp[0::2, 0::2], xp[0::2, 1::2]), np.maximum(xp[1::2, 0::2], xp[1::2, 1::2]))
-    return mean2.astype(np.float32), max2, (cov_sum / 4.0).astype(np.float32)
+    return np.maximum(np.maximum(xp[0::2, 0::2], xp[0::2, 1::2]), np.maximum(xp[1::2, 0::2], xp[1::2, 1::2]))
 
 
 def build_mips(x0: np.ndarray, cov0: np.ndarray, n_levels: int) -> tuple[list, list, list]:

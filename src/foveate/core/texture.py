@@ -160,6 +160,7 @@ class Texture:
         """Drop derived caches after the features changed (``attach``, video updates)."""
         self._cache.pop("flat", None)
         self._cache.pop("floor_static", None)
+        self._cache.pop("scorer_channel_terms", None)  # query.scorer.CHANNEL_TERMS: a product of the features
         for key in [k for k in self._cache if isinstance(k, tuple) and k[0] == "uniform"]:
             self._cache.pop(key, None)  # the uniform layout's tiles (the video updates the pixels)
 

@@ -109,8 +109,9 @@ class QueryMaps:
 
         from ..core.device import COMPUTE_DTYPE
 
-        x0 = np.stack(self.maps, axis=-1).astype(np.float32)
-        _, maxes, _ = ops.build_mips(x0, texture.coverage[0].cpu().numpy(), texture.num_levels)
+        maxes = [np.stack(self.maps, axis=-1).astype(np.float32)]
+        for _ in range(texture.num_levels - 1):  # the max-mip alone (what build_mips' maxes would be)
+            maxes.append(ops.max_down(maxes[-1]))
         flat = np.concatenate([m.reshape(-1, m.shape[-1]) for m in maxes], axis=0)
         return torch.from_numpy(flat).to(device=device, dtype=COMPUTE_DTYPE)
 

@@ -52,6 +52,11 @@ def _children(level: int, r: int, c: int, shapes: list[tuple[int, int]]) -> list
     return [(level - 1, rr, cc) for rr in (2 * r, 2 * r + 1) for cc in (2 * c, 2 * c + 1) if rr < gh and cc < gw]
 
 
+def _n_children(level: int, r: int, c: int, shapes: list[tuple[int, int]]) -> int:
+    gh, gw = shapes[level - 1]
+    return (min(2 * r + 2, gh) - 2 * r) * (min(2 * c + 2, gw) - 2 * c)
+
+
 def quadtree_select(score: list[np.ndarray], need: list[np.ndarray], budget: int, area_exponent: float = 1.0,
                     min_level: int = 0, prior: np.ndarray | None = None) -> list[tuple[int, int, int]]:
     """Greedy quadtree refinement.
@@ -79,23 +84,37 @@ def quadtree_select(score: list[np.ndarray], need: list[np.ndarray], budget: int
     used = len(leaves)
     heap = [(-prio[top][r][c], -top, r, c) for (_, r, c) in leaves] if top > min_level else []
     heapq.heapify(heap)
+    pop, push = heapq.heappop, heapq.heappush
     filtered = False
     while heap:
         if not filtered and budget - used < 3:
             # from now on only border tiles with fewer than 4 children can still be split: drop the rest at once
-            heap = [e for e in heap if len(_children(-e[1], e[2], e[3], shapes)) - 1 <= budget - used]
+            # (only a tile on the last row or column of its children's level has fewer than 4: test that first)
+            heap = [e for e in heap if (2 * e[2] + 2 > shapes[-e[1] - 1][0] or 2 * e[3] + 2 > shapes[-e[1] - 1][1])
+                    and _n_children(-e[1], e[2], e[3], shapes) - 1 <= budget - used]
             heapq.heapify(heap)
             filtered = True
             continue
-        _, neg_l, r, c = heapq.heappop(heap)
+        _, neg_l, r, c = pop(heap)
         lvl = -neg_l
-        kids = _children(lvl, r, c, shapes)
+        kl = lvl - 1
+        r2, c2 = 2 * r, 2 * c
+        kh, kw = shapes[kl]
+        if r2 + 1 < kh and c2 + 1 < kw:  # an interior tile: four children (the common case, spelled out)
+            kids = ((kl, r2, c2), (kl, r2, c2 + 1), (kl, r2 + 1, c2), (kl, r2 + 1, c2 + 1))
+        else:
+            kids = _children(lvl, r, c, shapes)
         if used + len(kids) - 1 > budget:
             continue
         leaves.remove((lvl, r, c))
         leaves.update(kids)
         used += len(kids) - 1
-        if lvl - 1 > min_level:
-            for k in kids:
-                heapq.heappush(heap, (-prio[k[0]][k[1]][k[2]], -k[0], k[1], k[2]))
-    return sorted(leaves, key=lambda t: (-t[0], t[1], t[2]))
+        if kl > min_level:
+            pk = prio[kl]
+            for _, kr, kc in kids:
+                push(heap, (-pk[kr][kc], -kl, kr, kc))
+    return sorted(leaves, key=_leaf_order)
+
+
+def _leaf_order(t: tuple[int, int, int]) -> tuple[int, int, int]:
+    return -t[0], t[1], t[2]

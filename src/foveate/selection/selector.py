@@ -64,7 +64,7 @@ def score_texture(texture: Texture, query: Query, scorer: Scorer | None = None) 
     scorer = scorer or default_scorer(texture.channels, feats.device)
     qm = query_maps(texture, query, scorer=scorer)
     flat_q = qm.flat(texture, feats.device)
-    score, need, bound = scorer.evaluate(feats, flat_q, qm.names)
+    score, need, bound = scorer.evaluate(feats, flat_q, qm.names, cache=texture._cache)
     shapes = texture.level_shapes
 
     def per_level(a: np.ndarray) -> list[np.ndarray]:
@@ -237,7 +237,10 @@ def _pyramid_parts(texture: Texture, sc: Scores, cfg: SelectConfig, tiles: list,
     """The Selection arrays of pyramid tiles ``(level, row, col)``."""
     arr = np.array(tiles, dtype=np.int64).reshape(-1, 3)
     levels, rows, cols = arr[:, 0], arr[:, 1], arr[:, 2]
-    scores = np.array([sc.score[lvl][r, c] for lvl, r, c in tiles], np.float32)
+    scores = np.empty(len(levels), np.float32)
+    for lvl in np.unique(levels):
+        at = levels == lvl
+        scores[at] = sc.score[int(lvl)][rows[at], cols[at]]
     boxes, centers, grid = tile_geometry(levels, rows, cols, texture.image_size, texture.patch_size,
                                          texture.level_shapes[0])
     patches = cut_tokens(texture, levels, rows, cols) if cfg.cut else None

@@ -6,6 +6,7 @@ Pure geometry plus the one pixel operation (an area resize of the source image) 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -20,7 +21,11 @@ def uniform_scale(image_size: tuple[int, int], patch: int, budget: int) -> float
     h, w = image_size
     if budget < 1:
         raise BudgetError(f"budget must be at least 1 token, got {budget}")
+    return _uniform_scale(int(h), int(w), int(patch), int(budget))
 
+
+@functools.lru_cache(maxsize=1024)  # asked per select by the floor gate: a few sizes and budgets in practice
+def _uniform_scale(h: int, w: int, patch: int, budget: int) -> float:
     def count(s: float) -> int:
         return math.ceil(w / (s * patch) - 1e-9) * math.ceil(h / (s * patch) - 1e-9)
 

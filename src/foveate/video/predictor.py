@@ -52,8 +52,8 @@ class _StableScorer(nn.Module):
         super().__init__()
         self.base, self.bonus, self.bound_bonus = base, bonus, bound_bonus
 
-    def evaluate(self, feats, qmaps=None, qnames=()):
-        score, need, bound = self.base.evaluate(feats, qmaps, qnames)
+    def evaluate(self, feats, qmaps=None, qnames=(), cache=None):
+        score, need, bound = self.base.evaluate(feats, qmaps, qnames, cache)
         return score + self.bonus, need, bound + self.bound_bonus
 
     def forward(self, feats, qmaps=None, qnames=()):
