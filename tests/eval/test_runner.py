@@ -24,7 +24,7 @@ def test_each_image_is_encoded_once(tmp_path, monkeypatch):
     monkeypatch.setattr(foveate.core.texture, "encode_array", lambda *a, **k: calls.append(1) or real(*a, **k))
     monkeypatch.setitem(sys.modules, "foveate.query.text", None)
     r = run_eval(tmp_path, EvalConfig(budgets=(64, 144, 273), encode=FAST, random_seeds=2,
-                                      variants=(("topk", SelectConfig(mode="topk")),)))
+                                      variants=(("topk", SelectConfig(mode="topk")),)), workers=1)
     assert len(calls) == r.counts["encodes"] == 2
     assert r.counts["records"] == 3 * len(FIELDS) * 2
 
@@ -47,6 +47,26 @@ def test_records_and_invariants(result):
     # more budget never hurts the oracle on average
     s = aggregate(result.records, cfg.methods)
     assert s["144"]["all"]["oracle"]["legible_coverage"] >= s["64"]["all"]["oracle"]["legible_coverage"]
+
+
+@pytest.mark.skipif("fork" not in __import__("multiprocessing").get_all_start_methods(), reason="no fork")
+def test_workers_give_the_records_of_one_process(eval_set, monkeypatch):
+    """Images shared among forked workers: the same records, problems and counts, in the same order, as one
+    process (a set that reads no text takes every core by default)."""
+    from foveate.core import device
+
+    root, _ = eval_set
+    monkeypatch.setitem(sys.modules, "foveate.query.text", None)
+    cfg = EvalConfig(budgets=(64, 144), encode=FAST, random_seeds=2)
+    one, two = run_eval(root, cfg, workers=1), run_eval(root, cfg, workers=2)
+    assert one.records == two.records and one.records
+    assert [p.to_dict() for p in one.problems] == [p.to_dict() for p in two.problems] and one.problems
+    assert one.counts == two.counts and one.counts["encodes"] == 2
+    assert set(one.timings_s) == set(two.timings_s)
+    seen = []
+    monkeypatch.setattr(device, "eval_workers", lambda: seen.append(1) or 1)
+    run_eval(root, cfg)
+    assert seen == [1]  # no text read: the default asks how many cores
 
 
 def test_limit_samples_queries_reproducibly(eval_set, monkeypatch):

@@ -57,6 +57,10 @@ def eval_command(
     markdown: bool = typer.Option(False, "--markdown", help="Print the markdown tables (as in eval.md) to stdout."),
     threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads (selection's small matmuls "
                                           "gain nothing from more than 1 on a loaded machine)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Processes sharing the images (forked, CPU only; "
+                                          "the records do not depend on it). Default: 1 when the textures or the "
+                                          "check read text (the OCR uses every core already), else every core "
+                                          "($FOVEATE_EVAL_WORKERS)."),
     preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
     max_pixels: int = MaxPixOpt, device: str = DeviceOpt,
     text_ocr: str = typer.Option("auto", "--text-ocr", help="The texture's OCR (encode's --ocr): auto = only where "
@@ -97,12 +101,15 @@ def eval_command(
         if threads < 1:
             raise FoveateError("--threads must be at least 1")
         torch.set_num_threads(threads)
+    if workers is not None and workers < 1:
+        raise FoveateError("--workers must be at least 1")
     if plots:
         load_pyplot()  # fail now, not after the run
     with Progress(TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err,
                   transient=True, disable=not err.is_terminal) as bar:
         task = bar.add_task("eval", total=None)
-        result = run_eval(data_dir, config, progress=lambda done, total: bar.update(task, completed=done, total=total))
+        result = run_eval(data_dir, config, progress=lambda done, total: bar.update(task, completed=done, total=total),
+                          workers=workers)
     if not result.records:
         for p in result.problems[:20]:
             err.print(str(p), highlight=False, markup=False)

@@ -5,7 +5,7 @@ images); the feature texture, the scorer and the selection live on ``resolve_dev
 *stored* in ``STORAGE_DTYPE`` (half the bytes: a 40-channel 1024x1024 texture fits in < 1 MB) and *computed*
 in ``COMPUTE_DTYPE``.  Threads: :data:`REQUEST_THREADS` for a query's MiniLM pass, :func:`ocr_threads` for the
 OCR models, :func:`encode_overlap` for running the OCR beside the other channel groups, :func:`train_workers` for
-``foveate train``'s evaluation processes.
+``foveate train``'s evaluation processes, :func:`eval_workers` for ``foveate eval``'s.
 
 torch is imported on first use (``STORAGE_DTYPE`` and ``COMPUTE_DTYPE`` are resolved lazily), so reading this
 module costs nothing.
@@ -154,6 +154,13 @@ def train_workers() -> int:
     process that holds the textures; every one runs its models on one thread): every core
     (``$FOVEATE_TRAIN_WORKERS`` overrides).  The work is small models, numpy and Python: one core each."""
     return _env_count("FOVEATE_TRAIN_WORKERS", cpu_cores())
+
+
+def eval_workers() -> int:
+    """Processes among which ``foveate eval`` shares a set's images on the CPU when it reads no text (forked; each
+    evaluates its images as one process would, so the records are the same): every core (``$FOVEATE_EVAL_WORKERS``
+    overrides).  A run that reads text takes one process: the OCR already runs on every core (:func:`ocr_threads`)."""
+    return _env_count("FOVEATE_EVAL_WORKERS", cpu_cores())
 
 
 def _env_count(name: str, default: int) -> int:

@@ -256,13 +256,18 @@ class _Run:
 
 
 def run_eval(data_dir: str | Path, config: EvalConfig | None = None,
-             progress: Callable[[int, int], None] | None = None) -> EvalResult:
+             progress: Callable[[int, int], None] | None = None, workers: int | None = None) -> EvalResult:
     """Evaluate foveate and the baselines on a data set folder.
 
     Each image is decoded and encoded once; all its queries, budgets, variants and baselines reuse the texture.
-    ``progress(done, total)`` is called as (query, budget) pairs complete.
+    ``progress(done, total)`` is called as (query, budget) pairs complete.  ``workers`` > 1 shares the images among
+    that many forked processes on the CPU (:func:`~foveate.core.fork.fork_map`); every image is evaluated as one
+    process would, so the records are the same, in the same order.  ``None``: one process when the run reads text
+    (the OCR already runs on every core, :func:`foveate.core.device.ocr_threads`: more processes only contend), else
+    :func:`foveate.core.device.eval_workers`.
     """
-    from ..core.device import resolve_device
+    from ..core.device import eval_workers, resolve_device
+    from ..core.fork import fork_map
 
     cfg = config or EvalConfig()
     t_start = time.perf_counter()
@@ -279,8 +284,22 @@ def run_eval(data_dir: str | Path, config: EvalConfig | None = None,
     run.counts.update(lines=n_lines, queries_read=n_lines - sum(p.skipped for p in problems), queries=len(queries),
                       images=len(by_image), encodes=0)
     done, total = 0, len(queries) * len(cfg.budgets)
-    for image_rel, qs in by_image.items():
-        _eval_image(run, image_rel, qs)
+    if workers is None:
+        workers = 1 if ocr is not None or _reads_text(cfg) else eval_workers()
+    workers = max(1, int(workers))
+    if run.device.type != "cpu" or len(by_image) < 2:
+        workers = 1  # a forked child cannot use the parent's CUDA context
+    if workers > 1:
+        _ready_query_encoder(cfg, queries)
+    calls = [(run, image_rel, qs) for image_rel, qs in by_image.items()]
+    for (_, _, qs), part in zip(calls, fork_map(_image_part, calls, workers)):
+        run.records += part.records
+        run.problems += part.problems
+        run.counts.update(part.counts)
+        run.t.update(part.t)
+        if ocr is not None:
+            ocr.calls += part.ocr.calls
+            ocr.seconds += part.ocr.seconds
         done += len(qs) * len(cfg.budgets)
         if progress:
             progress(done, total)
@@ -297,6 +316,33 @@ def run_eval(data_dir: str | Path, config: EvalConfig | None = None,
     t["wall"] = time.perf_counter() - t_start
     problems.sort(key=lambda p: (p.line or 0))
     return EvalResult(str(data_dir), cfg, run.records, problems, dict(counts), dict(t), ocr_status)
+
+
+def _image_part(run: _Run, image_rel: str, qs: list[EvalQuery]) -> _Run:
+    """One image's records, problems, counts, timings and OCR reads, in a run of their own (what a worker sends
+    back)."""
+    part = _Run(run.cfg, run.data_dir, run.device, _Ocr(run.ocr.fn) if run.ocr is not None else None)
+    _eval_image(part, image_rel, qs)
+    if part.ocr is not None:
+        part.ocr.cache.clear()  # the pixels' reads stay here: only the counts travel back
+    return part
+
+
+def _reads_text(cfg: EvalConfig) -> bool:
+    """Whether the run's textures have the text group (OCR at encode, MiniLM for the questions)."""
+    from ..core.channels import resolve_groups
+
+    return "text" in resolve_groups(cfg.encode)
+
+
+def _ready_query_encoder(cfg: EvalConfig, queries: list[EvalQuery]) -> None:
+    """Set the question encoder up before forking when the textures will read text (its first use may export
+    MiniLM to ONNX, which workers racing each other would do twice): the workers inherit it."""
+    text = next((q.text for q in queries if q.text), None)
+    if text and _reads_text(cfg):
+        from ..query.text import embed_query
+
+        embed_query(text)
 
 
 def _eval_image(run: _Run, image_rel: str, qs: list[EvalQuery]) -> None:

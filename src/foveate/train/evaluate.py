@@ -15,7 +15,7 @@ from ..selection import select
 from ..selection.floor import floor_features
 from ..selection.uniform import uniform_grid
 from .data import Page, Sample
-from .fork import fork_map
+from ..core.fork import fork_map
 
 
 def hit(boxes: np.ndarray, scales: np.ndarray, s: Sample, image_size: tuple[int, int]) -> tuple[bool, float]:
@@ -34,7 +34,7 @@ def records(pages: list[Page], weights: dict[str, object], budgets: tuple[int, .
     the texture's coarsest cover) is skipped there for every row, as ``foveate eval`` does; ``prompts=False`` leaves
     out the questions asked with a point prompt.
 
-    ``workers`` > 1 splits the pages among that many forked processes (:func:`~foveate.train.fork.fork_map`): the
+    ``workers`` > 1 splits the pages among that many forked processes (:func:`~foveate.core.fork.fork_map`): the
     records are the same, in the same order, as one process's."""
     job = (weights, budgets, floor, gate_features, prompts, modes or {})
     if workers > 1 and len(pages) > 1:

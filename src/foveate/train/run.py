@@ -46,7 +46,7 @@ from ..weights import Weights
 from .data import Page, by_split, load_pages, resolve_sources
 from .evaluate import format_table, hit_table, ready_query_encoder, records
 from .extent import fit_extent
-from .fork import fork_map
+from ..core.fork import fork_map
 from .floor import choose_gate
 from .ranker import build_groups, fit_rankers, text_height_ratio, top_k_accuracy
 from .tiles import fit_poisson, scorer_fields, tile_rows

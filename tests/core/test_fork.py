@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from foveate.train.fork import fork_map
+from foveate.core.fork import fork_map
 
 forks = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="the OS does not fork")
 BIG = np.arange(2_000_000, dtype=np.float64)  # inherited by the workers, never pickled to them
@@ -74,7 +74,7 @@ def test_workers_are_decided_in_one_place(monkeypatch):
 
 _AFTER_TORCH = """
 import torch
-from foveate.train.fork import fork_map
+from foveate.core.fork import fork_map
 
 torch.set_num_threads(2)
 x = torch.randn(512, 512)
