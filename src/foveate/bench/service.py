@@ -89,7 +89,10 @@ async def select_load(url: str, textures: list[dict], clients: int, requests: in
                       headers: dict | None = None) -> dict:
     """``clients`` concurrent clients send ``requests`` random select requests over ``textures`` (upload
     documents).  Every answer is checked (status 200, the right texture, at most ``budget`` tokens, boxes
-    inside the image).  Returns latencies (s), status counts, failures, wall seconds."""
+    inside the image).  A select whose connection drops before any answer (``httpx.ReadError`` /
+    ``RemoteProtocolError``: a kept-alive connection the server closed as the client reused it) is sent once more,
+    as HTTP clients do with idempotent requests, and counted under ``statuses["retried"]``; a second drop is a
+    failure.  Returns latencies (s), status counts, failures, wall seconds."""
     import httpx
 
     rng = random.Random(seed)
@@ -109,7 +112,11 @@ async def select_load(url: str, textures: list[dict], clients: int, requests: in
             for tex, body in it:
                 t0 = time.perf_counter()
                 try:
-                    r = await client.post(f"/v1/textures/{tex['id']}/select", json=body)
+                    try:
+                        r = await client.post(f"/v1/textures/{tex['id']}/select", json=body)
+                    except (httpx.ReadError, httpx.RemoteProtocolError):
+                        statuses["retried"] += 1
+                        r = await client.post(f"/v1/textures/{tex['id']}/select", json=body)
                 except httpx.HTTPError as exc:
                     statuses["transport"] += 1
                     failures.append(f"{type(exc).__name__}: {exc}")
