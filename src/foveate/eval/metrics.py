@@ -76,8 +76,8 @@ def _covered_fraction(gt: np.ndarray, tokens: np.ndarray) -> float:
     xs = np.unique(np.concatenate([t[:, 0], t[:, 2], [x0, x1]]))
     ys = np.unique(np.concatenate([t[:, 1], t[:, 3], [y0, y1]]))
     cover = np.zeros((len(ys) - 1, len(xs) - 1), bool)
-    xi0, xi1 = np.searchsorted(xs, t[:, 0]), np.searchsorted(xs, t[:, 2])
-    yi0, yi1 = np.searchsorted(ys, t[:, 1]), np.searchsorted(ys, t[:, 3])
+    xi0, xi1 = np.searchsorted(xs, t[:, 0]).tolist(), np.searchsorted(xs, t[:, 2]).tolist()
+    yi0, yi1 = np.searchsorted(ys, t[:, 1]).tolist(), np.searchsorted(ys, t[:, 3]).tolist()
     for a, b, c, d in zip(yi0, yi1, xi0, xi1):
         cover[a:b, c:d] = True
     cell = np.outer(np.diff(ys), np.diff(xs))
@@ -97,8 +97,10 @@ def _union_covered_fraction(gts: np.ndarray, tokens: np.ndarray) -> float:
 
     def paint(boxes: np.ndarray) -> np.ndarray:
         m = np.zeros((len(ys) - 1, len(xs) - 1), bool)
-        for x0, y0, x1, y1 in boxes:
-            m[np.searchsorted(ys, y0):np.searchsorted(ys, y1), np.searchsorted(xs, x0):np.searchsorted(xs, x1)] = True
+        rows = np.searchsorted(ys, boxes[:, [1, 3]]).tolist()  # every box's cell span at once
+        cols = np.searchsorted(xs, boxes[:, [0, 2]]).tolist()
+        for (r0, r1), (c0, c1) in zip(rows, cols):
+            m[r0:r1, c0:c1] = True
         return m
 
     g = paint(gts)
