@@ -102,6 +102,26 @@ def test_against_a_pixel_raster():
         assert r.coverage == pytest.approx((g & grid).sum() / g.sum())
 
 
+def test_per_box_legible_coverage_against_a_pixel_raster():
+    """Each box's coverage and legible coverage (only tokens of a level its text survives) against a raster."""
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        toks = rng.integers(0, 200, (25, 2))
+        toks = np.concatenate([toks, toks + rng.integers(8, 60, (25, 2))], 1)
+        levels = rng.integers(0, 3, 25)
+        gts = rng.integers(0, 200, (3, 2))
+        gts = np.concatenate([gts, gts + rng.integers(1, 50, (3, 2))], 1)
+        heights = rng.uniform(6, 40, 3)
+        r = m(toks, levels, gts, heights)
+        for box, h, got in zip(np.clip(gts, 0, 256), heights, r.per_box):
+            x0, y0, x1, y1 = box
+            for key, keep in (("coverage", np.ones(25, bool)), ("legible_coverage", h / 2.0 ** levels >= 8)):
+                grid = np.zeros(SIZE, bool)
+                for tx0, ty0, tx1, ty1 in toks[keep]:
+                    grid[ty0:ty1, tx0:tx1] = True
+                assert got[key] == pytest.approx(grid[y0:y1, x0:x1].mean() if (x1 > x0 and y1 > y0) else 0.0)
+
+
 # -- per-token scales (a token grid that is not a pyramid level, as the uniform baseline's), hand-computed
 
 
