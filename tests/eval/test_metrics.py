@@ -10,6 +10,26 @@ from foveate.eval.metrics import legible_level, query_metrics
 SIZE = (256, 256)
 
 
+def random_boxes(rng, n: int, grow: tuple[int, int]) -> np.ndarray:
+    """(n, 4) integer boxes with corners in [0, 200) and sides in [grow[0], grow[1])."""
+    xy = rng.integers(0, 200, (n, 2))
+    return np.concatenate([xy, xy + rng.integers(*grow, (n, 2))], 1)
+
+
+def random_case(rng, n: int, levels: int, gt_grow: tuple[int, int]):
+    """``n`` random tokens, their levels in [0, levels), and 3 random ground-truth boxes."""
+    toks = random_boxes(rng, n, (8, 60))
+    return toks, rng.integers(0, levels, n), random_boxes(rng, 3, gt_grow)
+
+
+def raster(boxes) -> np.ndarray:
+    """The pixels of ``SIZE`` inside any of ``boxes`` (integer (K, 4)): the slow, obvious reference."""
+    grid = np.zeros(SIZE, bool)
+    for x0, y0, x1, y1 in np.clip(boxes, 0, 256):
+        grid[y0:y1, x0:x1] = True
+    return grid
+
+
 def m(tokens, levels, gts, heights=None, **kw):
     return query_metrics(np.array(tokens, float).reshape(-1, 4), np.array(levels), np.array(gts, float), SIZE,
                          heights, **kw)
@@ -88,17 +108,9 @@ def test_no_tokens():
 def test_against_a_pixel_raster():
     rng = np.random.default_rng(0)
     for _ in range(20):
-        toks = rng.integers(0, 200, (15, 2))
-        toks = np.concatenate([toks, toks + rng.integers(8, 60, (15, 2))], 1)
-        gts = rng.integers(0, 200, (3, 2))
-        gts = np.concatenate([gts, gts + rng.integers(1, 50, (3, 2))], 1)
+        toks, gts = random_boxes(rng, 15, (8, 60)), random_boxes(rng, 3, (1, 50))
         r = m(toks, np.zeros(15, int), gts)
-        grid = np.zeros(SIZE, bool)
-        for x0, y0, x1, y1 in toks:
-            grid[y0:y1, x0:x1] = True
-        g = np.zeros(SIZE, bool)
-        for x0, y0, x1, y1 in np.clip(gts, 0, 256):
-            g[y0:y1, x0:x1] = True
+        grid, g = raster(toks), raster(gts)
         assert r.coverage == pytest.approx((g & grid).sum() / g.sum())
 
 
@@ -106,20 +118,14 @@ def test_per_box_legible_coverage_against_a_pixel_raster():
     """Each box's coverage and legible coverage (only tokens of a level its text survives) against a raster."""
     rng = np.random.default_rng(3)
     for _ in range(20):
-        toks = rng.integers(0, 200, (25, 2))
-        toks = np.concatenate([toks, toks + rng.integers(8, 60, (25, 2))], 1)
-        levels = rng.integers(0, 3, 25)
-        gts = rng.integers(0, 200, (3, 2))
-        gts = np.concatenate([gts, gts + rng.integers(1, 50, (3, 2))], 1)
+        toks, levels, gts = random_case(rng, 25, 3, (1, 50))
         heights = rng.uniform(6, 40, 3)
         r = m(toks, levels, gts, heights)
         for box, h, got in zip(np.clip(gts, 0, 256), heights, r.per_box):
             x0, y0, x1, y1 = box
             for key, keep in (("coverage", np.ones(25, bool)), ("legible_coverage", h / 2.0 ** levels >= 8)):
-                grid = np.zeros(SIZE, bool)
-                for tx0, ty0, tx1, ty1 in toks[keep]:
-                    grid[ty0:ty1, tx0:tx1] = True
-                assert got[key] == pytest.approx(grid[y0:y1, x0:x1].mean() if (x1 > x0 and y1 > y0) else 0.0)
+                inside = raster(toks[keep])[y0:y1, x0:x1]
+                assert got[key] == pytest.approx(inside.mean() if inside.size else 0.0)
 
 
 # -- per-token scales (a token grid that is not a pyramid level, as the uniform baseline's), hand-computed
@@ -128,11 +134,7 @@ def test_per_box_legible_coverage_against_a_pixel_raster():
 def test_scales_give_the_same_result_as_levels():
     rng = np.random.default_rng(1)
     for _ in range(20):
-        xy = rng.integers(0, 200, (12, 2))
-        toks = np.concatenate([xy, xy + rng.integers(8, 60, (12, 2))], 1)
-        levels = rng.integers(0, 4, 12)
-        gts = rng.integers(0, 200, (3, 2))
-        gts = np.concatenate([gts, gts + rng.integers(4, 50, (3, 2))], 1)
+        toks, levels, gts = random_case(rng, 12, 4, (4, 50))
         a = query_metrics(toks, levels, gts, (256, 256))
         b = query_metrics(toks, None, gts, (256, 256), token_scales=2.0 ** levels)
         assert (a.coverage, a.legible_coverage, a.hit) == (b.coverage, b.legible_coverage, b.hit)
