@@ -9,13 +9,13 @@ from typing import Callable
 import numpy as np
 
 from ..core.errors import BudgetError
+from ..core.fork import fork_map
 from ..eval.metrics import query_metrics
 from ..query.query import Query
 from ..selection import select
 from ..selection.floor import floor_features
 from ..selection.uniform import uniform_grid
 from .data import Page, Sample
-from ..core.fork import fork_map
 
 
 def hit(boxes: np.ndarray, scales: np.ndarray, s: Sample, image_size: tuple[int, int]) -> tuple[bool, float]:

@@ -19,8 +19,9 @@ mode, ``auto``.
 ``TrainConfig.start`` (``foveate train --from WEIGHTS``) skips steps 2-3: the given file's ranker, channel weights,
 need and level prior are kept; the print's height and the extent model are fitted again, and the text term's
 constants (the grid search closing step 3) and the floor gate are fitted again on the training split -- a new
-painting constant fitted without refitting a ranker whose answers depend on its seed (EVAL.md).  The file must have been trained with the same sources and seed, so that its
-validation and test images are this run's too; the run checks the recorded ones.
+painting constant fitted without refitting a ranker whose answers depend on its seed (EVAL.md).  The file must have
+been trained with the same sources and seed, so that its validation and test images are this run's too; the run
+checks the recorded ones.
 """
 
 from __future__ import annotations
@@ -40,13 +41,13 @@ import torch
 
 from ..core.config import EncodeConfig
 from ..core.device import train_workers
+from ..core.fork import fork_map
 from ..eval.data import SPLIT_SHARES
 from ..query.terms import QUERY_TERMS
 from ..weights import Weights
 from .data import Page, by_split, load_pages, resolve_sources
 from .evaluate import format_table, hit_table, ready_query_encoder, records
 from .extent import fit_extent
-from ..core.fork import fork_map
 from .floor import choose_gate
 from .ranker import build_groups, fit_rankers, text_height_ratio, top_k_accuracy
 from .tiles import fit_poisson, scorer_fields, tile_rows

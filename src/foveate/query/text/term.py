@@ -94,7 +94,8 @@ def relevance_map(index: TextIndex, m: LineMatch) -> np.ndarray:
     return paint_boxes(index.grid, index.patch, boxes, values)
 
 
-#: entries of a texture's recent learned answers: a question's probabilities and its painted map, for 16 questions
+#: entries of a texture's recent text answers: a question's probabilities and painted map (learned), or its match
+#: and map (hand-set)
 RECENT_ANSWERS = 32
 
 
@@ -188,17 +189,22 @@ def text_query_map(texture: Texture, query: Query, notes: list, scorer=None) -> 
             return answer_map(index, probs, *paint, boxes, heights)
 
         return _recent(index, ("map", ranker, extent, paint, query.text), make).copy()
-    m = match_lines(index, query.text)
-    out = relevance_map(index, m)
-    with _RECENT_LOCK:  # selects may run in several threads (the service)
-        index.recent[query.text] = m
-        while len(index.recent) > 8:
-            index.recent.popitem(last=False)
+    m, out = _handset_match(index, query.text)
     if not m.painted:
         i = int(np.argmax(m.score)) if len(m.score) else 0
         notes.append(f"no OCR line matches the query text (closest: {index.lines[i].text[:60]!r}, score "
                      f"{m.score[i]:.2f} < {MATCH_THRESHOLD}); the selection falls back to {blind}")
-    return out
+    return out.copy()
+
+
+def _handset_match(index: TextIndex, text: str) -> tuple[LineMatch, np.ndarray]:
+    """The hand-set match of ``text`` and the map painted from it (painting records the painted lines in the
+    match, for ``explain``), cached in the index's recent answers."""
+    def make() -> tuple[LineMatch, np.ndarray]:
+        m = match_lines(index, text)
+        return m, relevance_map(index, m)
+
+    return _recent(index, ("match", text), make)
 
 
 def text_evidence(texture: Texture, query: Query, scorer=None) -> list[dict]:
@@ -224,10 +230,7 @@ def text_evidence(texture: Texture, query: Query, scorer=None) -> list[dict]:
                                 "text": f"{index.lines[i].text} | {index.lines[j].text}",
                                 "box": [int(round(v)) for v in hulls[k]], "probability": round(float(hp[k]), 4)})
         return out
-    m = index.recent.get(query.text)
-    if m is None:
-        text_query_map(texture, query, [])
-        m = index.recent.get(query.text)
+    m, _ = _handset_match(index, query.text)
     out, seen = [], set()
     for j, rel, v in sorted(m.painted, key=lambda t: -t[2]):
         if j in seen:  # a line reached several ways: keep the strongest
