@@ -71,6 +71,24 @@ def test_ocr_finds_the_rendered_words(page, page_ocr):
         assert any(ln.text == label and _inside(ln.box, truth, 6) for ln in page_ocr), label
 
 
+SHORT_FIELDS = ("mm", "Tax:", "12.50", "(01)", "N/A", "Qty 2", "17:53", "No.", "7.04", "Total:", "kg", "1")
+
+
+def test_short_lines_are_read_as_printed():
+    """Short fields are most of a form's and a receipt's lines, and the recogniser pads them (to
+    ``REC_MIN_WIDTH``, not the model's 320): each one, alone on its row, still reads as printed, in its place."""
+    from foveate.query.text.ocr import REC_MIN_WIDTH, ocr_engine
+
+    fields = [TextLine(t, 60 + 260 * (i % 2), 40 + 50 * (i // 2), 16) for i, t in enumerate(SHORT_FIELDS)]
+    doc = render_page(fields, width=560, height=360)
+    lines = T.read_text(doc.image)
+    assert ocr_engine()._load_rec_model().rec_image_shape[2] == REC_MIN_WIDTH
+    for t in SHORT_FIELDS:
+        truth = next(ln for ln in doc.lines if ln["text"] == t)["box"]
+        read = [ln.text for ln in lines if _inside(ln.box, truth, 8)]
+        assert read == [t], (t, read)
+
+
 def test_read_text_rejects_bad_input_and_handles_tiny_or_blank_images():
     for bad in (np.zeros((20, 20), np.uint8), np.zeros((20, 20, 4), np.uint8), np.zeros((20, 20, 3), np.float32),
                 "page.png"):

@@ -18,8 +18,9 @@ from .errors import BudgetError, ConfigError
 
 #: Bump when a change to the channel generators changes the numbers they produce.  2: the text group reads only
 #: where its gate finds text by default (``ocr="auto"``); 3: and gradient magnitude and edge distance are computed
-#: independent of the thread count (last-bit changes).
-ENCODER_VERSION = "3"
+#: independent of the thread count (last-bit changes); 4: the OCR pads short lines less
+#: (:data:`foveate.query.text.ocr.REC_MIN_WIDTH`), so a few lines read differently.
+ENCODER_VERSION = "4"
 
 #: Values of the ``ocr`` option of the text group: ``auto`` (the default: OCR where a detector pass on a small copy
 #: finds text, :mod:`foveate.query.text.gate`) or ``always`` (the whole image, as before 0.2.0).
