@@ -4,8 +4,9 @@
 
 Reads the first ``n`` images of FOLDER (default: the shared FUNSD forms) with the engine foveate uses
 (:func:`foveate.query.text.ocr.ocr_engine`'s settings: foveate's thread count, memory arena on, word boxes) and with
-variants of it: no angle classifier, larger recognition batches, no word boxes, rapidocr's own padding.  Prints the median wall time per page
-of each variant and the detection / classification / recognition split of rapidocr's own timer on the last page.
+variants of it: no angle classifier, larger recognition batches, no word boxes, rapidocr's own padding.  Prints the
+median wall time per page of each variant and the detection / classification / recognition split of rapidocr's own
+timer on the last page.
 Backs the figures in BENCHMARKS.md ("OCR only where there is text").
 """
 

@@ -94,10 +94,11 @@ def main() -> None:
         print(f"{k + 1}/{len(images)} {name}", flush=True)
     print(f"\n{data.name}: {len(images)} training images (the first untimed), lines padded to 320 against {width}")
     for w in engines:
-        line = (f"  {w:4d}: median {statistics.median(times[w]):.3f} s per image, total {sum(times[w]):.1f} s")
+        line = f"  {w:4d}: median {statistics.median(times[w]):.3f} s per image, total {sum(times[w]):.1f} s"
         if scores[w][0]:
             n, exact, errors, chars = scores[w]
-            line += f"; against the transcriptions: {n} lines, {exact / n:.1%} exact, character error {errors / chars:.2%}"
+            line += (f"; against the transcriptions: {n} lines, {exact / n:.1%} exact, "
+                     f"character error {errors / chars:.2%}")
         print(line)
     print(f"  lines read identically (same box and text): {same} of {total} ({same / max(total, 1):.1%})")
 

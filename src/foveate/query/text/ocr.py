@@ -24,9 +24,9 @@ OCR_ENGINE = "rapidocr-3 PP-OCR (det+cls+rec, ONNX)"
 DEFAULT_OCR_MODE = CHOICE_OPTIONS["ocr"][0]
 #: The narrowest input the recogniser pads a batch of lines to, in pixels at its 48 px height.  rapidocr pads every
 #: batch to at least 320 (PaddleOCR's training width), so a batch of short fields ("Date:", "12.50") costs a long
-#: line's compute.  At 160 a page reads 11 % (forms) to 15 % (receipts) faster with the same accuracy against
-#: FUNSD's transcriptions (BENCHMARKS.md, "The recogniser's padding"); below that, short fragments ("mm", "(")
-#: start to read differently.
+#: line's compute.  At 160 a page reads ~10 % (forms) to ~18 % (receipts) faster with the same accuracy against
+#: FUNSD's transcriptions to 0.4 points (BENCHMARKS.md, "The recogniser's padding"); narrower, more short fragments
+#: ("mm", "(") read differently.
 REC_MIN_WIDTH = 160
 
 
