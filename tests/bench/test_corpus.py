@@ -7,7 +7,7 @@ import json
 import numpy as np
 from PIL import Image
 
-from foveate.bench.corpus import bench_corpus, match_lines
+from foveate.bench.corpus import bench_corpus, line_recall, match_lines
 from foveate.synth import TextLine, render_page
 
 from ..cli.common import run
@@ -18,6 +18,21 @@ def test_match_lines_counts_found_and_read_the_same():
            {"text": "Name", "box": [0, 80, 100, 100]}]
     got = [{"text": "Total", "box": [2, 0, 100, 21]}, {"text": "Dale", "box": [0, 41, 99, 60]}]
     assert match_lines(ref, got) == [(True, True), (True, False), (False, False)]
+
+
+def test_line_recall_counts_and_lists_what_the_gate_missed(tmp_path):
+    page = [{"text": "Total", "box": [0, 0, 100, 20], "score": 0.99}, {"text": "$310", "box": [120, 0, 180, 20],
+            "score": 0.97}]
+    photo = [{"text": "UX", "box": [50, 50, 70, 62], "score": 0.59}]
+    images = [(str(tmp_path / "page.png"), page, page[:1]), (str(tmp_path / "photo.jpg"), photo, [])]
+    answers = {str((tmp_path / "page.png").resolve()): [[110, 0, 190, 22]]}
+    r = line_recall(images, answers)
+    assert (r["lines"], r["found"], r["read_same"]) == (3, 1, 1)
+    assert (r["answer_lines"], r["answer_found"], r["answer_read_same"]) == (1, 0, 0)
+    assert r["missed"] == [{"image": "page.png", "text": "$310", "box": [120, 0, 180, 20], "score": 0.97,
+                            "answer": True},
+                           {"image": "photo.jpg", "text": "UX", "box": [50, 50, 70, 62], "score": 0.59,
+                            "answer": False}]
 
 
 def test_bench_folder_times_both_modes_and_measures_recall(tmp_path):
@@ -37,7 +52,7 @@ def test_bench_folder_times_both_modes_and_measures_recall(tmp_path):
     assert auto["lines"] == always["lines"] == 2 and auto["detector"] == {"none": 1, "full": 1}
     assert auto["encode_ms_no_text"]["n"] == 1 and always["encode_ms_no_text"]["n"] == 1
     assert res["recall"] == {"lines": 2, "found": 2, "read_same": 2, "answer_lines": 1, "answer_found": 1,
-                             "answer_read_same": 1}
+                             "answer_read_same": 1, "missed": []}
 
 
 def test_bench_folder_cli_rejects_bad_options(tmp_path):

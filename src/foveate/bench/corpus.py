@@ -9,7 +9,8 @@ warm-up (models load) and is not timed.
 Line recall: a full-page line is *found* when a gated line's box overlaps it (IoU >= 0.5), and *read the same*
 when that line also has the same text.  With ``queries.jsonl`` beside the images (``foveate eval``'s format), the
 *answer lines* -- full-page lines that overlap a query's ground-truth box by half their area -- are counted apart:
-those are the lines a question about the image needs.
+those are the lines a question about the image needs.  The lines the gated encode missed are listed (text, box,
+confidence), the first :data:`MISSED_SHOWN` printed and all in the JSON.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ from ..core.texture import encode_array
 from ..query.text.ocr import clear_ocr_cache
 from ..store.ingest import expand_images
 from .common import machine_info, write_json
+
+
+#: missed lines printed under the recall line (the JSON has them all)
+MISSED_SHOWN = 10
 
 
 def _iou(a, b) -> float:
@@ -70,6 +75,28 @@ def _answer_boxes(root: Path) -> dict[str, list[list[float]]]:
         except (ValueError, KeyError, TypeError):
             continue
     return boxes
+
+
+def line_recall(images: list[tuple[str, list[dict], list[dict]]],
+                answers: dict[str, list[list[float]]]) -> dict[str, Any]:
+    """How many of the full-page lines the gated encode found, over ``(image, full-page lines, gated lines)``;
+    ``answers`` maps a resolved image path to its queries' boxes (:func:`_answer_boxes`).  ``missed`` lists every
+    full-page line not found -- image, text, box, confidence, whether it is an answer line -- so a recall below
+    target says what was lost (a fragment read into a texture, or real print)."""
+    total = found = same = a_total = a_found = a_same = 0
+    missed = []
+    for image, ref, got in images:
+        boxes = answers.get(str(Path(image).resolve()), [])
+        for ln, (f, s) in zip(ref, match_lines(ref, got)):
+            is_answer = any(_overlap(ln["box"], b) >= 0.5 for b in boxes)
+            total, found, same = total + 1, found + f, same + s
+            if is_answer:
+                a_total, a_found, a_same = a_total + 1, a_found + f, a_same + s
+            if not f:
+                missed.append({"image": Path(image).name, "text": ln["text"], "box": list(ln["box"]),
+                               "score": ln.get("score"), "answer": is_answer})
+    return {"lines": total, "found": found, "read_same": same, "answer_lines": a_total, "answer_found": a_found,
+            "answer_read_same": a_same, "missed": missed}
 
 
 def _stats(ts: list[float]) -> dict[str, float]:
@@ -121,20 +148,8 @@ def bench_corpus(folder: str | Path, *, modes: tuple[str, ...] = ("auto", "alway
             s["detector"] = {k: sum(g["detector"] == k for g in gates) for k in ("none", "full")}
         result["summary"][m] = s
     if "auto" in modes and "always" in modes:
-        found = same = a_found = a_same = a_total = 0
-        total = 0
-        for r in per_image:
-            ref, got = r["modes"]["always"]["lines"], r["modes"]["auto"]["lines"]
-            matches = match_lines(ref, got)
-            total += len(ref)
-            found += sum(f for f, _ in matches)
-            same += sum(s for _, s in matches)
-            boxes = answers.get(str(Path(r["image"]).resolve()), [])
-            for ln, (f, s) in zip(ref, matches):
-                if any(_overlap(ln["box"], b) >= 0.5 for b in boxes):
-                    a_total, a_found, a_same = a_total + 1, a_found + f, a_same + s
-        result["recall"] = {"lines": total, "found": found, "read_same": same,
-                            "answer_lines": a_total, "answer_found": a_found, "answer_read_same": a_same}
+        result["recall"] = line_recall(
+            [(r["image"], r["modes"]["always"]["lines"], r["modes"]["auto"]["lines"]) for r in per_image], answers)
     for r in per_image:
         result["per_image"].append({"image": r["image"], "size": r["size"],
                                     **{m: {"encode_ms": round(v["encode_ms"], 2), "text_ms": round(v["text_ms"], 2),
@@ -164,3 +179,9 @@ def _print(console: Console, result: dict) -> None:
                       + (f"; answer lines (inside a query's box): {r['answer_found']}/{r['answer_lines']} found "
                          f"({pct(r['answer_found'], r['answer_lines'])}), {r['answer_read_same']} read the same"
                          if r["answer_lines"] else ""), highlight=False)
+        for m in r["missed"][:MISSED_SHOWN]:
+            score = "" if m["score"] is None else f", confidence {m['score']:.2f}"
+            console.print(f"  missed: {m['text']!r} in {m['image']} (box {m['box']}{score}"
+                          f"{', an answer line' if m['answer'] else ''})", highlight=False, markup=False)
+        if len(r["missed"]) > MISSED_SHOWN:
+            console.print(f"  ... and {len(r['missed']) - MISSED_SHOWN} more (all in the JSON's recall.missed)")
