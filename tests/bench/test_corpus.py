@@ -29,9 +29,9 @@ def test_line_recall_counts_and_lists_what_the_gate_missed(tmp_path):
     r = line_recall(images, answers)
     assert (r["lines"], r["found"], r["read_same"]) == (3, 1, 1)
     assert (r["answer_lines"], r["answer_found"], r["answer_read_same"]) == (1, 0, 0)
-    assert r["missed"] == [{"image": "page.png", "text": "$310", "box": [120, 0, 180, 20], "score": 0.97,
+    assert r["missed"] == [{"image": images[0][0], "text": "$310", "box": [120, 0, 180, 20], "score": 0.97,
                             "answer": True},
-                           {"image": "photo.jpg", "text": "UX", "box": [50, 50, 70, 62], "score": 0.59,
+                           {"image": images[1][0], "text": "UX", "box": [50, 50, 70, 62], "score": 0.59,
                             "answer": False}]
 
 

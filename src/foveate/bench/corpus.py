@@ -93,7 +93,7 @@ def line_recall(images: list[tuple[str, list[dict], list[dict]]],
             if is_answer:
                 a_total, a_found, a_same = a_total + 1, a_found + f, a_same + s
             if not f:
-                missed.append({"image": Path(image).name, "text": ln["text"], "box": list(ln["box"]),
+                missed.append({"image": str(image), "text": ln["text"], "box": list(ln["box"]),
                                "score": ln.get("score"), "answer": is_answer})
     return {"lines": total, "found": found, "read_same": same, "answer_lines": a_total, "answer_found": a_found,
             "answer_read_same": a_same, "missed": missed}
@@ -181,7 +181,7 @@ def _print(console: Console, result: dict) -> None:
                          if r["answer_lines"] else ""), highlight=False)
         for m in r["missed"][:MISSED_SHOWN]:
             score = "" if m["score"] is None else f", confidence {m['score']:.2f}"
-            console.print(f"  missed: {m['text']!r} in {m['image']} (box {m['box']}{score}"
+            console.print(f"  missed: {m['text']!r} in {Path(m['image']).name} (box {m['box']}{score}"
                           f"{', an answer line' if m['answer'] else ''})", highlight=False, markup=False)
         if len(r["missed"]) > MISSED_SHOWN:
             console.print(f"  ... and {len(r['missed']) - MISSED_SHOWN} more (all in the JSON's recall.missed)")
