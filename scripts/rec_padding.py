@@ -20,16 +20,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-
-def edit_distance(a: str, b: str) -> int:
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i]
-        for j, cb in enumerate(b, 1):
-            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
-        prev = cur
-    return prev[-1]
+from rapidfuzz.distance import Levenshtein
 
 
 def against_transcription(lines: list[tuple[str, tuple]], words: list[dict]) -> tuple[int, int, int, int]:
@@ -46,7 +37,7 @@ def against_transcription(lines: list[tuple[str, tuple]], words: list[dict]) -> 
         read = text.replace(" ", "")
         n += 1
         exact += truth == read
-        errors += edit_distance(truth, read)
+        errors += Levenshtein.distance(truth, read)
         chars += len(truth)
     return n, exact, errors, chars
 

@@ -42,6 +42,10 @@ def texture_id(content_hash: str, config: EncodeConfig) -> str:
     return f"{content_hash[:32]}-{config.hash()}"
 
 
+#: the texture-cache key of :meth:`foveate.query.scorer.Scorer.evaluate`'s query-independent product of the
+#: features (dropped by :meth:`Texture.invalidate` with the other products of the features)
+CHANNEL_TERMS = "scorer_channel_terms"
+
 @dataclass
 class Texture:
     """An encoded image.  Build with :func:`encode` or :meth:`Texture.load`.
@@ -160,7 +164,7 @@ class Texture:
         """Drop derived caches after the features changed (``attach``, video updates)."""
         self._cache.pop("flat", None)
         self._cache.pop("floor_static", None)
-        self._cache.pop("scorer_channel_terms", None)  # query.scorer.CHANNEL_TERMS: a product of the features
+        self._cache.pop(CHANNEL_TERMS, None)
         for key in [k for k in self._cache if isinstance(k, tuple) and k[0] == "uniform"]:
             self._cache.pop(key, None)  # the uniform layout's tiles (the video updates the pixels)
 

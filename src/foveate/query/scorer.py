@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..core.texture import CHANNEL_TERMS
 from .terms import QUERY_TERMS
 
 #: channel -> (weight on the mean-mip, weight on the max-mip).  Channels not listed weigh 0.
@@ -217,9 +218,6 @@ class Scorer(nn.Module):
 
 
 _DEFAULT_SCORERS: dict[tuple, Scorer] = {}
-
-#: the key of :meth:`Scorer.evaluate`'s query-independent product in a texture's cache
-CHANNEL_TERMS = "scorer_channel_terms"
 
 
 def handset_scorer(channels: Sequence[str], device: torch.device) -> Scorer:

@@ -152,7 +152,7 @@ class EncodePool:
 
 def resident_bytes(tex: Texture) -> int:
     """Memory a warmed texture holds: stored parts + flat features + pixel pyramid + the scorer's channel product
-    that its first select keeps (``query.scorer.CHANNEL_TERMS``: 3 float32 per tile)."""
+    that its first select keeps (``core.texture.CHANNEL_TERMS``: 3 float32 per tile)."""
     flat, _ = tex.flat_features()
     pyr = tex.pixel_levels()
     return (sum(tex.nbytes().values()) + flat.numel() * flat.element_size() + sum(p.nbytes for p in pyr[1:])
