@@ -44,7 +44,8 @@ def eval_command(
     random_seeds: int = typer.Option(5, "--random-seeds", help="Seeds averaged for the random baseline."),
     ocr: str = typer.Option("auto", "--ocr", help="OCR answer check: auto, on or off."),
     ocr_budget: list[str] = typer.Option([], "--ocr-budget", help="Run the (slow) OCR check at these budgets only."),
-    group_by: list[str] = typer.Option([], "--group-by", help="Also tabulate by this metadata key (e.g. isthing)."),
+    group_by: list[str] = typer.Option([], "--group-by", help="Also tabulate by this metadata key (e.g. isthing), or by "
+                                  "boxes: answers in one box or in several."),
     vlm: list[str] = typer.Option([], "--vlm", help="VLM rule(s) to plan crops under (openai, anthropic, gemini, "
                                   "qwen2-vl, llava-1.5, openai-patch, patch:P; repeatable or comma-separated): "
                                   "provider tokens of the plan, the whole image and a uniform resize, and the OCR "

@@ -59,15 +59,22 @@ def summary_rows(result: EvalResult) -> tuple[list[str], list[list[str]]]:
 
 
 def group_rows(result: EvalResult, key: str = "bucket") -> tuple[list[str], list[list[str]]]:
-    """Legible coverage / hit (%) per budget and group (box-size bucket or a metadata key), one column a method."""
+    """Legible coverage / hit (%) per budget and group (box-size bucket, answer boxes or a metadata key), one column
+    a method; where the OCR check ran, a last column: answers read exactly (%) in the mosaic / the full image."""
     agg = aggregate(result.records, result.config.methods, key=key)
     methods = result.config.methods
+    show_ocr = any("ocr" in g for groups in agg.values() for g in groups.values())
     header = ["budget", "bucket" if key == "bucket" else key, "n"] + [METHOD_LABELS.get(m, m) for m in methods]
+    header += ["OCR exact mosaic / full (n)"] if show_ocr else []
     rows = []
     for budget, groups in agg.items():
         for name, g in groups.items():
             rows.append([budget, name, str(g["n"])] + [
                 f"{_pct(g[m]['legible_coverage'])} / {_pct(g[m]['hit'])}" if m in g else "-" for m in methods])
+            if show_ocr:
+                o = g.get("ocr", {})
+                rows[-1].append(f"{_pct(o['foveate']['exact'])} / {_pct(o['full']['exact'])} ({o['foveate']['n']})"
+                                if "foveate" in o and "full" in o else "-")
     return header, rows
 
 

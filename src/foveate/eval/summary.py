@@ -17,11 +17,18 @@ def mean_scores(rows: list[dict]) -> dict:
     return {k: float(np.mean([float(r[k]) for r in rows])) for k in ("coverage", "legible_coverage", "hit", "tokens")}
 
 
+#: ``key="boxes"`` groups the queries by how many ground-truth boxes their answer has (one, or several that must
+#: all be legible: a value printed in pieces, a column of values)
+BOXES_KEY = "boxes"
+
+
 def _group_key(rec: dict, key: str | None) -> str:
     if key is None:
         return "all"
     if key == "bucket":
         return rec["bucket"]
+    if key == BOXES_KEY:
+        return "1 box" if rec.get("n_boxes", 1) <= 1 else "2+ boxes"
     v = rec["meta"].get(key)
     return json.dumps(v) if isinstance(v, (list, dict)) else str(v)
 
@@ -29,7 +36,8 @@ def _group_key(rec: dict, key: str | None) -> str:
 def aggregate(records: list[dict], methods: Sequence[str], key: str | None = None) -> dict:
     """Means per budget, group and method: ``{budget: {group: {"n": .., method: {coverage, legible_coverage,
     hit, tokens}, "ocr": {method: {exact, fuzzy, n}}}}}``.  ``key``: ``None`` (one group, "all"), ``"bucket"``
-    (box size) or a metadata key of the set (e.g. ``isthing``)."""
+    (box size), ``"boxes"`` (one answer box or several, :data:`BOXES_KEY`) or a metadata key of the set (e.g.
+    ``isthing``)."""
     acc: dict = defaultdict(lambda: defaultdict(list))
     for r in records:
         acc[(r["budget"], _group_key(r, key))]["_"].append(r)
