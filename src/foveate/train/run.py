@@ -172,27 +172,10 @@ def calibrate_text_term(weights: Weights, pages: list[Page], cfg: TrainConfig, l
     wins, so the text term is judged on what it adds above it (judged alone, photos with stray text lines pick a
     sharpness that costs real forms 2-4 points at 273-576 tokens).  Generated pages teach the ranker but do not vote
     here when real sets are given: how sharply to paint is judged on real scans and photos."""
-    rng = random.Random(cfg.seed + 2)
-    per_set: dict[str, list[Page]] = {}
-    for p in sorted(pages, key=lambda p: (p.set, p.image)):
-        per_set.setdefault(p.set, []).append(p)
-    real = {k: v for k, v in per_set.items() if not v[0].generated}
-    per_set = real or per_set
-    sample = []
-    for ps in per_set.values():
-        rng.shuffle(ps)
-        sample += ps[:30]
+    sample = text_term_sample(pages, cfg.seed)
 
     def search(named: dict[str, Weights]) -> tuple[str, dict[str, float]]:
-        recs = records(sample, named, cfg.budgets, floor="off", prompts=False, workers=cfg.workers or 1)
-        for r in recs:  # judged above the floor: where the uniform layout wins, the gate (fitted next) takes it
-            u = r["methods"]["uniform"]
-            for n in named:
-                r["methods"][n] = max(r["methods"][n], u, key=lambda m: m[0])
-        table = hit_table(recs)
-        sets = [k for k in table if k != "all"]
-        tried = {n: round(float(np.mean([np.mean([row[n] for row in table[s].values()]) for s in sets])), 2)
-                 for n in named}
+        tried = text_term_hit(sample, named, cfg.budgets, cfg.workers or 1)
         return max(named, key=lambda n: (tried[n], n)), tried
 
     fill = weights.text_fill
@@ -211,6 +194,35 @@ def calibrate_text_term(weights: Weights, pages: list[Page], cfg: TrainConfig, l
     chosen = {**named, **fills}[best]
     log(f"text term by mean training hit (sets x budgets): best {best} ({tried[best]} %)")
     return chosen, {"tried": tried, "chosen": best, "pages": len(sample)}
+
+
+def text_term_sample(pages: list[Page], seed: int, per_set: int = 30) -> list[Page]:
+    """The pages :func:`calibrate_text_term` judges on: ``per_set`` of every real set (every set when only generated
+    ones are given), drawn with the seed."""
+    rng = random.Random(seed + 2)
+    sets: dict[str, list[Page]] = {}
+    for p in sorted(pages, key=lambda p: (p.set, p.image)):
+        sets.setdefault(p.set, []).append(p)
+    real = {k: v for k, v in sets.items() if not v[0].generated}
+    sample = []
+    for ps in (real or sets).values():
+        rng.shuffle(ps)
+        sample += ps[:per_set]
+    return sample
+
+
+def text_term_hit(sample: list[Page], named: dict[str, Weights], budgets, workers: int) -> dict[str, float]:
+    """:func:`calibrate_text_term`'s criterion for each of ``named``: the mean over sets of the mean hit (%) over the
+    budgets, each question counted as the better of the foveated selection (floor off) and the uniform layout."""
+    recs = records(sample, named, budgets, floor="off", prompts=False, workers=workers)
+    for r in recs:  # judged above the floor: where the uniform layout wins, the gate (fitted next) takes it
+        u = r["methods"]["uniform"]
+        for n in named:
+            r["methods"][n] = max(r["methods"][n], u, key=lambda m: m[0])
+    table = hit_table(recs)
+    sets = [k for k in table if k != "all"]
+    return {n: round(float(np.mean([np.mean([row[n] for row in table[s].values()]) for s in sets])), 2)
+            for n in named}
 
 
 def drop_constant_channels(fields: dict, data) -> list[str]:
