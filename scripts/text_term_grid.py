@@ -1,6 +1,6 @@
 """Is the text term's grid search (``foveate train``, :func:`foveate.train.run.calibrate_text_term`) choosing an
 optimum or its grid's edge?  Scores other (text weight, sharpness) pairs of a weights file by the same criterion on
-the same training pages (EVAL.md, "The refit on the new OCR").
+the same training pages (EVAL.md, "Later this round: refits on the new OCR").
 
     python scripts/text_term_grid.py --cache out/train-cache --weights default 40,10 80,10 40,20 80,20 160,20
 

@@ -22,7 +22,6 @@ def test_aggregate_hand_computed():
     assert list(aggregate(recs, ["foveate"], key="k")["64"]) == ["False", "True"]
 
 
-
 def test_grouped_by_answer_boxes_with_the_ocr_check():
     """``key="boxes"``: one answer box or several; the report's table adds the OCR check's exact reads per group."""
     from types import SimpleNamespace

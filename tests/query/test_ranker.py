@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import multiprocessing
+
 import numpy as np
 import pytest
 import torch
@@ -115,7 +117,7 @@ def _ranker_and_logits(seed: int) -> tuple[AnswerRanker, np.ndarray]:
     return ranker, ranker.logits(rows, np.ones(384, np.float32))  # the NumPy copy is made before it travels
 
 
-@pytest.mark.skipif("fork" not in __import__("multiprocessing").get_all_start_methods(), reason="no fork")
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="the OS does not fork")
 def test_a_ranker_sent_back_from_a_worker_reads_its_own_weights():
     """``foveate train`` fits its rankers in forked workers: a ranker that comes back reads the numbers it had
     there.  (Pickling moved the tensors to shared memory, freeing the storage its cached NumPy copy viewed: the
