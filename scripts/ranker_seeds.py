@@ -3,11 +3,13 @@ seed or three").
 
     python scripts/ranker_seeds.py seeds --cache out/train-cache [-n 5]
     python scripts/ranker_seeds.py logit-mean WEIGHTS --cache out/train-cache
+    python scripts/ranker_seeds.py answer-lines [WEIGHTS] --cache out/train-cache [--split train]
 
 ``seeds`` fits ``-n`` rankers (seeds 0..n-1) on the training split of the shipped recipe's sets, as ``foveate train``
 does, and prints each one's validation top-1 per set, then the mean of the first three's and of all their
 probabilities.  ``logit-mean`` scores a weights file whose ranker is an ensemble on the validation split twice: as
-it is (mean of probabilities) and with the members' logits averaged instead, nothing refitted.  Both read the
+it is (mean of probabilities) and with the members' logits averaged instead, nothing refitted.  ``answer-lines``
+shows how a ranker (the shipped one by default) shares its probability among a question's answer lines.  Both read the
 textures from ``--cache`` (a ``foveate train`` cache; missing ones are encoded, which takes a while).
 """
 
@@ -80,6 +82,28 @@ def logit_mean(weights: Path, cache: Path) -> None:
     print(format_table(hit_table(recs), list(named) + ["uniform"], "Validation hit % (quadtree)"))
 
 
+def answer_lines(weights: str, cache: Path, split: str) -> None:
+    """How a weights file's ranker shares its probability among a question's answer lines, by set and by their
+    number: how often they are all its most likely lines, and the median probability of the least likely one."""
+    from foveate.query.text.ranker import softmax
+    from foveate.train.data import by_split
+    from foveate.train.ranker import build_groups
+    from foveate.weights import load_weights
+
+    ranker = load_weights(weights).ranker
+    stats: dict[tuple[str, int], list[tuple[bool, float]]] = {}
+    for g in build_groups(by_split(_pages(cache), split), ranker):
+        pos = g.positive[:-1]
+        if pos.any():
+            p = softmax(ranker.logits(g.rows, g.query_embedding).astype(np.float64))[:-1]
+            k = int(pos.sum())
+            stats.setdefault((g.set, min(k, 3)), []).append((bool(pos[np.argsort(-p)[:k]].all()), float(p[pos].min())))
+    for (name, k), rows in sorted(stats.items()):
+        first, low = np.mean([r[0] for r in rows]), np.median([r[1] for r in rows])
+        print(f"{name}, {k}{'+' if k == 3 else ''} answer line(s), {len(rows)} questions: all among the "
+              f"{k} most likely {100 * first:.1f} %, least likely one's probability (median) {low:.3f}")
+
+
 def main() -> None:
     import torch
 
@@ -91,12 +115,18 @@ def main() -> None:
     b = sub.add_parser("logit-mean")
     b.add_argument("weights", type=Path)
     b.add_argument("--cache", type=Path, default=Path("out/train-cache"))
+    c = sub.add_parser("answer-lines")
+    c.add_argument("weights", nargs="?", default="default")
+    c.add_argument("--cache", type=Path, default=Path("out/train-cache"))
+    c.add_argument("--split", default="train")
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.cmd == "seeds":
         seeds(args.cache, args.n)
-    else:
+    elif args.cmd == "logit-mean":
         logit_mean(args.weights, args.cache)
+    else:
+        answer_lines(args.weights, args.cache, args.split)
 
 
 if __name__ == "__main__":
