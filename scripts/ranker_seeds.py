@@ -9,8 +9,8 @@ seed or three").
 does, and prints each one's validation top-1 per set, then the mean of the first three's and of all their
 probabilities.  ``logit-mean`` scores a weights file whose ranker is an ensemble on the validation split twice: as
 it is (mean of probabilities) and with the members' logits averaged instead, nothing refitted.  ``answer-lines``
-shows how a ranker (the shipped one by default) shares its probability among a question's answer lines.  Both read the
-textures from ``--cache`` (a ``foveate train`` cache; missing ones are encoded, which takes a while).
+shows how a ranker (the shipped one by default) shares its probability among a question's answer lines.  All three
+read the textures from ``--cache`` (a ``foveate train`` cache; missing ones are encoded, which takes a while).
 """
 
 from __future__ import annotations
@@ -84,7 +84,8 @@ def logit_mean(weights: Path, cache: Path) -> None:
 
 def answer_lines(weights: str, cache: Path, split: str) -> None:
     """How a weights file's ranker shares its probability among a question's answer lines, by set and by their
-    number: how often they are all its most likely lines, and the median probability of the least likely one."""
+    number (3 or more counted together): how often they are its k most likely lines (k answer lines), and the median
+    probability of the least likely of them."""
     from foveate.query.text.ranker import softmax
     from foveate.train.data import by_split
     from foveate.train.ranker import build_groups
@@ -100,8 +101,8 @@ def answer_lines(weights: str, cache: Path, split: str) -> None:
             stats.setdefault((g.set, min(k, 3)), []).append((bool(pos[np.argsort(-p)[:k]].all()), float(p[pos].min())))
     for (name, k), rows in sorted(stats.items()):
         first, low = np.mean([r[0] for r in rows]), np.median([r[1] for r in rows])
-        print(f"{name}, {k}{'+' if k == 3 else ''} answer line(s), {len(rows)} questions: all among the "
-              f"{k} most likely {100 * first:.1f} %, least likely one's probability (median) {low:.3f}")
+        print(f"{name}, {k}{'+' if k == 3 else ''} answer line(s), {len(rows)} questions: they are its most likely "
+              f"lines {100 * first:.1f} %, the least likely one's probability (median) {low:.3f}")
 
 
 def main() -> None:
