@@ -12,7 +12,6 @@ each question the better of the foveated selection and the uniform layout).  Rea
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 
 from ranker_seeds import _pages
@@ -28,15 +27,11 @@ def main() -> None:
 
     from foveate.core.device import train_workers
     from foveate.train.data import by_split
-    from foveate.train.run import text_term_hit, text_term_sample
+    from foveate.train.run import text_term_hit, text_term_sample, text_term_variant
     from foveate.weights import load_weights
 
     w = load_weights(args.weights)
-    named = {}
-    for pair in args.pairs:
-        a, k = (float(x) for x in pair.split(","))
-        named[f"text={a:g},sharpness={k:g},fill={w.text_fill:g}"] = dataclasses.replace(
-            w, query={**w.query, "text": a}, text_sharpness=k, _scorers={})
+    named = dict(text_term_variant(w, *(float(x) for x in pair.split(","))) for pair in args.pairs)
     sample = text_term_sample(by_split(_pages(args.cache), "train"), seed=0)
     tried = text_term_hit(sample, named, (64, 144, 273, 576), args.workers or train_workers())
     for name, hit in sorted(tried.items(), key=lambda kv: -kv[1]):

@@ -46,6 +46,7 @@ def texture_id(content_hash: str, config: EncodeConfig) -> str:
 #: features (dropped by :meth:`Texture.invalidate` with the other products of the features)
 CHANNEL_TERMS = "scorer_channel_terms"
 
+
 @dataclass
 class Texture:
     """An encoded image.  Build with :func:`encode` or :meth:`Texture.load`.

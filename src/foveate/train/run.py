@@ -179,13 +179,10 @@ def calibrate_text_term(weights: Weights, pages: list[Page], cfg: TrainConfig, l
         return max(named, key=lambda n: (tried[n], n)), tried
 
     fill = weights.text_fill
-    named = {f"text={a:g},sharpness={k:g},fill={fill:g}": dataclasses.replace(
-        weights, query={**weights.query, "text": a}, text_sharpness=k, _scorers={})
-        for a in TEXT_WEIGHTS for k in TEXT_SHARPNESS}
+    named = dict(text_term_variant(weights, a, k) for a in TEXT_WEIGHTS for k in TEXT_SHARPNESS)
     best, tried = search(named)
     pair = named[best]
-    fills = {f"text={pair.query['text']:g},sharpness={pair.text_sharpness:g},fill={f:g}":
-             dataclasses.replace(pair, text_fill=f, _scorers={}) for f in (0.0, *TEXT_FILLS) if f != fill}
+    fills = dict(text_term_variant(pair, fill=f) for f in (0.0, *TEXT_FILLS) if f != fill)
     if fills:
         best_fill, tried_fill = search(fills)
         if tried_fill[best_fill] > tried[best]:  # a fill that does not gain keeps the weights' own
@@ -194,6 +191,16 @@ def calibrate_text_term(weights: Weights, pages: list[Page], cfg: TrainConfig, l
     chosen = {**named, **fills}[best]
     log(f"text term by mean training hit (sets x budgets): best {best} ({tried[best]} %)")
     return chosen, {"tried": tried, "chosen": best, "pages": len(sample)}
+
+
+def text_term_variant(weights: Weights, text: float | None = None, sharpness: float | None = None,
+                      fill: float | None = None) -> tuple[str, Weights]:
+    """``weights`` with other text-term constants (``None``: theirs), and its name in the search's report."""
+    a = weights.query["text"] if text is None else text
+    k = weights.text_sharpness if sharpness is None else sharpness
+    f = weights.text_fill if fill is None else fill
+    return f"text={a:g},sharpness={k:g},fill={f:g}", dataclasses.replace(
+        weights, query={**weights.query, "text": a}, text_sharpness=k, text_fill=f, _scorers={})
 
 
 def text_term_sample(pages: list[Page], seed: int, per_set: int = 30) -> list[Page]:

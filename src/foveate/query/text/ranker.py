@@ -82,14 +82,11 @@ class AnswerRanker(nn.Module):
 
     # -- inference side (NumPy) ----------------------------------------------------------------------------
     def _arrays(self) -> dict[str, np.ndarray]:
-        if self._np is None:  # copies: a view would follow the tensors' storage, which pickling may move and free
+        if self._np is None:
+            # copies, not views: sending the module to another process (``fork_map``) moves its tensors to shared
+            # memory and frees their old storage, and a view of it pickled afterwards was garbage
             self._np = {k: v.detach().float().cpu().numpy().copy() for k, v in self.state_dict().items()}
         return self._np
-
-    def __getstate__(self) -> dict:
-        # Sending a module to another process (multiprocessing, ``fork_map``) moves its tensors to shared memory
-        # and frees their old storage: a NumPy view of it pickled afterwards was garbage.  The copy is not sent.
-        return {**super().__getstate__(), "_np": None}
 
     def train(self, mode: bool = True) -> AnswerRanker:
         self._np = None  # parameters may change: rebuild the NumPy copy on next use
