@@ -109,6 +109,35 @@ def test_several_rankers_are_averaged(tiny_run, tmp_path):
 
 
 @pytest.mark.slow
+def test_the_ranker_runs_every_epoch_and_keeps_the_best_held_out_one(tiny_run):
+    """The step size decays to 0 over ``max_epochs``: every epoch runs (no early stop), and the ranker returned is the
+    epoch with the lowest held-out loss, which its report names."""
+    import torch
+
+    from foveate.core.config import EncodeConfig
+    from foveate.train.data import by_split, load_pages, resolve_sources
+    from foveate.train.ranker import _loss, _tensors, build_groups, fit_ranker
+
+    cfg, _ = tiny_run
+    pages, _ = load_pages(resolve_sources(list(cfg.sources), cfg.cache, 0), cfg.cache, EncodeConfig(preset=cfg.preset), 0)
+    train_pages = by_split(pages, "train")
+    ranker, report = fit_ranker(train_pages, seed=0, max_epochs=4, log=lambda *_: None)
+    losses = [h["held_out_loss"] for h in report["history"]]
+    assert len(losses) == 4
+    assert report["epochs"] == 1 + int(np.argmin(losses))
+    # the same held-out tenth as fit_ranker's draw: its loss, recomputed on the returned ranker, is the kept epoch's
+    import random
+
+    order = sorted(range(len(train_pages)), key=lambda i: (train_pages[i].set, train_pages[i].image))
+    random.Random(0).shuffle(order)
+    hold = build_groups([train_pages[i] for i in order[: max(1, len(order) // 10)]], ranker)
+    tensors = _tensors(hold)
+    with torch.no_grad():
+        held = float(np.mean([float(_loss(ranker, g, tensors)) for g in hold]))
+    assert held == pytest.approx(min(losses), abs=1e-3)
+
+
+@pytest.mark.slow
 def test_from_keeps_the_ranker_and_scorer_and_refits_the_text_term(tiny_run, tmp_path):
     """``--from``: the file's ranker, channel weights and level prior stay; the text term's constants and the gate
     are fitted again (and recorded); a file made from other sources or another seed is refused."""

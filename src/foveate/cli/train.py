@@ -22,7 +22,8 @@ def train(
     preset: str = typer.Option("default", "--preset", "-p", help="Encode preset of the training textures."),
     budget: list[str] = typer.Option(["64,144,273,576"], "--budget", "-b", help="Budgets reported (and the floor "
                                                                                "gate is fitted at)."),
-    epochs: int = typer.Option(12, "--epochs", help="Most ranker epochs (early stopping on held-out pages)."),
+    epochs: int = typer.Option(12, "--epochs", help="Ranker epochs (the step size decays to 0 over them; the best "
+                                                    "held-out epoch is kept)."),
     rankers: int = typer.Option(1, "--rankers", help="Answer rankers fitted from consecutive seeds and averaged "
                                                      "(EVAL.md: 3 helps forms at low budgets, costs receipts)."),
     no_test: bool = typer.Option(False, "--no-test", help="Do not evaluate the test split."),

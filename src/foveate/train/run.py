@@ -72,7 +72,8 @@ class TrainConfig:
         seed: the split, the ranker's initialisation and order, the samples -- the whole run is a function of it.
         preset: the encode preset of the training textures (the scorer's channels).
         budgets: where hit is reported (and the floor gate is fitted).
-        epochs: most ranker epochs (early stopping on a tenth of the training pages).
+        epochs: ranker epochs (the step size decays to 0 over them; the epoch kept is chosen on a tenth of the
+            training pages).
         rankers: answer rankers fitted from consecutive seeds and averaged (one ranker's answers depend on its
             seed: :class:`~foveate.query.text.ranker.RankerEnsemble`; EVAL.md, "One seed or three").
         prompts: share of questions also asked with a point prompt on the answer (trains the prompt term).
