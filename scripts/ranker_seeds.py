@@ -4,13 +4,16 @@ seed or three").
     python scripts/ranker_seeds.py seeds --cache out/train-cache [-n 5]
     python scripts/ranker_seeds.py logit-mean WEIGHTS --cache out/train-cache
     python scripts/ranker_seeds.py answer-lines [WEIGHTS] --cache out/train-cache [--split train]
+    python scripts/ranker_seeds.py cost WEIGHTS [WEIGHTS ...]
 
 ``seeds`` fits ``-n`` rankers (seeds 0..n-1) on the training split of the shipped recipe's sets, as ``foveate train``
 does, and prints each one's validation top-1 per set, then the mean of the first three's and of all their
 probabilities.  ``logit-mean`` scores a weights file whose ranker is an ensemble on the validation split twice: as
 it is (mean of probabilities) and with the members' logits averaged instead, nothing refitted.  ``answer-lines``
-shows how a ranker (the shipped one by default) shares its probability among a question's answer lines.  All three
+shows how a ranker (the shipped one by default) shares its probability among a question's answer lines.  These three
 read the textures from ``--cache`` (a ``foveate train`` cache; missing ones are encoded, which takes a while).
+``cost`` times what a file's ranker adds to a new question on the bundled page (its logits over the page's lines,
+the features computed once), median of 200.
 """
 
 from __future__ import annotations
@@ -105,6 +108,29 @@ def answer_lines(weights: str, cache: Path, split: str) -> None:
               f"lines {100 * first:.1f} %, the least likely one's probability (median) {low:.3f}")
 
 
+def cost(files: list[str]) -> None:
+    import time
+
+    from foveate.bench.common import EXAMPLES
+    from foveate.core.config import EncodeConfig
+    from foveate.core.io import load_image
+    from foveate.core.texture import encode_array
+    from foveate.query.text.layout import text_index
+    from foveate.weights import load_weights
+
+    index = text_index(encode_array(load_image(EXAMPLES / "page.png"), EncodeConfig()))
+    for name in files:
+        ranker = load_weights(name).ranker
+        rows, eq = ranker.features(index, "What is the total?")
+        times = []
+        for _ in range(201):
+            t0 = time.perf_counter()
+            ranker.logits(rows, eq)
+            times.append(time.perf_counter() - t0)
+        members = len(getattr(ranker, "members", [ranker]))
+        print(f"{name}: {members} ranker(s), {len(index.lines)} lines: logits {1e3 * np.median(times[1:]):.3f} ms (median)")
+
+
 def main() -> None:
     import torch
 
@@ -120,12 +146,16 @@ def main() -> None:
     c.add_argument("weights", nargs="?", default="default")
     c.add_argument("--cache", type=Path, default=Path("out/train-cache"))
     c.add_argument("--split", default="train")
+    d = sub.add_parser("cost")
+    d.add_argument("weights", nargs="+")
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.cmd == "seeds":
         seeds(args.cache, args.n)
     elif args.cmd == "logit-mean":
         logit_mean(args.weights, args.cache)
+    elif args.cmd == "cost":
+        cost(args.weights)
     else:
         answer_lines(args.weights, args.cache, args.split)
 
