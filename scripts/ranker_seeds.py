@@ -128,7 +128,8 @@ def cost(files: list[str]) -> None:
             ranker.logits(rows, eq)
             times.append(time.perf_counter() - t0)
         members = len(getattr(ranker, "members", [ranker]))
-        print(f"{name}: {members} ranker(s), {len(index.lines)} lines: logits {1e3 * np.median(times[1:]):.3f} ms (median)")
+        ms = 1e3 * np.median(times[1:])
+        print(f"{name}: {members} ranker(s), {len(index.lines)} lines: logits {ms:.3f} ms (median)")
 
 
 def main() -> None:

@@ -112,6 +112,8 @@ def test_several_rankers_are_averaged(tiny_run, tmp_path):
 def test_the_ranker_runs_every_epoch_and_keeps_the_best_held_out_one(tiny_run):
     """The step size decays to 0 over ``max_epochs``: every epoch runs (no early stop), and the ranker returned is the
     epoch with the lowest held-out loss, which its report names."""
+    import random
+
     import torch
 
     from foveate.core.config import EncodeConfig
@@ -126,8 +128,6 @@ def test_the_ranker_runs_every_epoch_and_keeps_the_best_held_out_one(tiny_run):
     assert len(losses) == 4
     assert report["epochs"] == 1 + int(np.argmin(losses))
     # the same held-out tenth as fit_ranker's draw: its loss, recomputed on the returned ranker, is the kept epoch's
-    import random
-
     order = sorted(range(len(train_pages)), key=lambda i: (train_pages[i].set, train_pages[i].image))
     random.Random(0).shuffle(order)
     hold = build_groups([train_pages[i] for i in order[: max(1, len(order) // 10)]], ranker)

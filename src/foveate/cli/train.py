@@ -25,7 +25,7 @@ def train(
     epochs: int = typer.Option(12, "--epochs", help="Ranker epochs (the step size decays to 0 over them; the best "
                                                     "held-out epoch is kept)."),
     rankers: int = typer.Option(1, "--rankers", help="Answer rankers fitted from consecutive seeds and averaged "
-                                                     "(EVAL.md: 3 helps forms at low budgets, costs receipts)."),
+                                                     "(the shipped weights average 3)."),
     no_test: bool = typer.Option(False, "--no-test", help="Do not evaluate the test split."),
     start: str | None = typer.Option(None, "--from", help="Keep this weights file's ranker and scorer (default, or a "
                                                          "file trained on the same sources and seed) and refit only "

@@ -142,8 +142,8 @@ class RankerEnsemble(nn.Module):
 
     One ranker's answers depend on its seed: on the validation split, five seeds of the recipe put the answer line
     first for 72-77 % of the FUNSD questions and 84.5-87.6 % of all; the mean of three seeds' probabilities 78.0 %
-    and 88.5 %.  The shipped weights average three (EVAL.md, "Last in this round").  The members share the feature columns and answer kinds, so a
-    question's features are computed once."""
+    and 88.5 %.  The shipped weights average three (EVAL.md, "Last in this round").  The members share the feature
+    columns and answer kinds, so a question's features are computed once."""
 
     def __init__(self, members: Sequence[AnswerRanker]) -> None:
         super().__init__()
