@@ -114,11 +114,9 @@ def test_the_ranker_runs_every_epoch_and_keeps_the_best_held_out_one(tiny_run):
     epoch with the lowest held-out loss, which its report names."""
     import random
 
-    import torch
-
     from foveate.core.config import EncodeConfig
     from foveate.train.data import by_split, load_pages, resolve_sources
-    from foveate.train.ranker import _loss, _tensors, build_groups, fit_ranker
+    from foveate.train.ranker import _tensors, build_groups, fit_ranker, held_out_pages, mean_loss
 
     cfg, _ = tiny_run
     pages, _ = load_pages(resolve_sources(list(cfg.sources), cfg.cache, 0), cfg.cache, EncodeConfig(preset=cfg.preset), 0)
@@ -128,13 +126,8 @@ def test_the_ranker_runs_every_epoch_and_keeps_the_best_held_out_one(tiny_run):
     assert len(losses) == 4
     assert report["epochs"] == 1 + int(np.argmin(losses))
     # the same held-out tenth as fit_ranker's draw: its loss, recomputed on the returned ranker, is the kept epoch's
-    order = sorted(range(len(train_pages)), key=lambda i: (train_pages[i].set, train_pages[i].image))
-    random.Random(0).shuffle(order)
-    hold = build_groups([train_pages[i] for i in order[: max(1, len(order) // 10)]], ranker)
-    tensors = _tensors(hold)
-    with torch.no_grad():
-        held = float(np.mean([float(_loss(ranker, g, tensors)) for g in hold]))
-    assert held == pytest.approx(min(losses), abs=1e-3)
+    hold = build_groups(held_out_pages(train_pages, random.Random(0))[0], ranker)
+    assert mean_loss(ranker, hold, _tensors(hold)) == pytest.approx(min(losses), abs=1e-3)
 
 
 @pytest.mark.slow

@@ -94,6 +94,20 @@ def _loss(ranker: AnswerRanker, g: Group, tensors: dict) -> torch.Tensor:
     return -logp[pos].mean()
 
 
+def mean_loss(ranker: AnswerRanker, groups: list[Group], tensors: dict) -> float:
+    """The mean loss of ``groups`` (no gradient): the held-out loss :func:`fit_ranker` chooses its epoch by."""
+    with torch.no_grad():
+        return float(np.mean([float(_loss(ranker, g, tensors)) for g in groups]))
+
+
+def held_out_pages(pages: list[Page], rng: random.Random) -> tuple[list[Page], list[Page]]:
+    """(held out, fitted): a tenth of ``pages`` (at least one) drawn with ``rng``, and the rest."""
+    order = sorted(range(len(pages)), key=lambda i: (pages[i].set, pages[i].image))
+    rng.shuffle(order)
+    n_hold = max(1, len(order) // 10)
+    return [pages[i] for i in order[:n_hold]], [pages[i] for i in order[n_hold:]]
+
+
 def _tensors(groups: list[Group]) -> dict:
     return {id(g): (torch.from_numpy(g.rows), torch.from_numpy(g.query_embedding.astype(np.float32)),
                     torch.from_numpy(g.positive)) for g in groups}
@@ -118,12 +132,8 @@ def fit_ranker(pages: list[Page], seed: int = 0, max_epochs: int = 12, lr: float
     epoch's.  Returns (ranker, report)."""
     torch.manual_seed(seed)
     ranker = AnswerRanker(hidden=hidden, intent_dim=intent_dim)
-    rng = random.Random(seed)
-    order = sorted(range(len(pages)), key=lambda i: (pages[i].set, pages[i].image))
-    rng.shuffle(order)
-    n_hold = max(1, len(order) // 10)
-    hold = [pages[i] for i in order[:n_hold]]
-    fit = [pages[i] for i in order[n_hold:]]
+    rng = random.Random(seed)  # draws the held-out pages, then every epoch's order
+    hold, fit = held_out_pages(pages, rng)
     train_groups, hold_groups = build_groups(fit, ranker), build_groups(hold, ranker)
     if not any(g.positive[:-1].any() for g in train_groups):
         raise ValueError("no training question has an answer on an OCR line: nothing to train the ranker on")
@@ -152,8 +162,7 @@ def fit_ranker(pages: list[Page], seed: int = 0, max_epochs: int = 12, lr: float
             decay.step()
             total += float(loss.detach())
         ranker.eval()
-        with torch.no_grad():
-            held = float(np.mean([float(_loss(ranker, g, tensors)) for g in hold_groups])) if hold_groups else total
+        held = mean_loss(ranker, hold_groups, tensors) if hold_groups else total
         history.append({"epoch": epoch + 1, "train_loss": round(total / len(train_groups), 4),
                         "held_out_loss": round(held, 4)})
         log(f"  ranker epoch {epoch + 1}: train loss {total / len(train_groups):.3f}, held-out loss {held:.3f}")
