@@ -302,15 +302,20 @@ def test_layout_neighbours_on_a_drawn_form():
     assert cont[3] == 4 and cont[4] == 5 and cont[0] == -1  # 40 - 22 = 18 px: a gap, not the same block
 
 
+@pytest.mark.parametrize("touch", [True, False])
 @pytest.mark.parametrize("fill", [0.0, 0.25, 1.0])
-def test_paint_boxes_against_a_loop(fill):
+def test_paint_boxes_against_a_loop(fill, touch):
     """Every tile a box touches holds its value (the maximum where boxes overlap); with a fill, a tile the box covers a
-    fraction f of holds v * (1 - fill * (1 - f)).  The slow way, tile by tile."""
+    fraction f of holds v * (1 - fill * (1 - f)); without ``touch``, v * f.  The slow way, tile by tile, with boxes
+    that leave the grid, boxes on tile edges and boxes of no area."""
     rng = np.random.default_rng(0)
-    xy = rng.uniform(0, 100, (12, 2))
-    boxes = np.concatenate([xy, xy + rng.uniform(1, 40, (12, 2))], 1)  # x0, y0, x1, y1
-    vals = rng.uniform(0, 1, 12)
-    got = T.paint_boxes((9, 10), 12, boxes, vals, fill=fill) if fill else T.paint_boxes((9, 10), 12, boxes, vals)
+    xy = rng.uniform(-20, 110, (16, 2))
+    boxes = np.concatenate([xy, xy + rng.uniform(1, 40, (16, 2))], 1)  # x0, y0, x1, y1
+    boxes[12] = [24, 36, 48, 60]  # on tile edges
+    boxes[13, 3] = boxes[13, 1]  # no height
+    boxes[14] = [-30, -30, -5, -5]  # outside
+    vals = rng.uniform(0, 1, 16)
+    got = T.paint_boxes((9, 10), 12, boxes, vals, touch=touch, fill=fill)
     ref = np.zeros((9, 10))
     for (x0, y0, x1, y1), v in zip(boxes, vals):
         for r in range(9):
@@ -318,9 +323,11 @@ def test_paint_boxes_against_a_loop(fill):
                 ix = min(x1, c * 12 + 12) - max(x0, c * 12)
                 iy = min(y1, r * 12 + 12) - max(y0, r * 12)
                 if ix > 0 and iy > 0:
-                    ref[r, c] = max(ref[r, c], v * (1 - fill * (1 - ix * iy / 144)))
+                    f = ix * iy / 144
+                    ref[r, c] = max(ref[r, c], v * (1 - fill * (1 - f)) if touch else v * f)
     np.testing.assert_allclose(got, ref, atol=1e-6)
-    assert np.array_equal(got > 0, T.paint_boxes((9, 10), 12, boxes, vals) > 0)  # the same tiles are painted
+    assert np.array_equal(got > 0, T.paint_boxes((9, 10), 12, boxes, vals, touch=touch) > 0)  # the same tiles
+    assert not T.paint_boxes((9, 10), 12, np.zeros((0, 4)), []).any()
 
 
 def test_answer_map_fill_ranks_the_parent_holding_the_line_first():

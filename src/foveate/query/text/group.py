@@ -64,13 +64,31 @@ def paint_boxes(grid: tuple[int, int], patch: int, boxes: Sequence[Sequence[floa
         (gh, gw) float32.
     """
     out = np.zeros(grid, np.float32)
-    for box, v in zip(boxes, values):
-        rs, cs, frac = box_tile_overlap(box, grid, patch)
-        if frac.size:
-            val = (np.where(frac > 0, np.float32(v) * (1.0 - fill * (1.0 - frac)), 0.0) if touch
-                   else frac * np.float32(v))
-            np.maximum(out[rs, cs], val, out=out[rs, cs])
+    b = np.asarray(boxes, np.float64).reshape(-1, 4)
+    if not len(b):
+        return out
+    v = np.asarray(values, np.float32)
+    (gh, gw), n = grid, len(b)
+    fy, r0, r1 = _axis_overlap(b[:, 1], b[:, 3], gh, patch)
+    fx, c0, c1 = _axis_overlap(b[:, 0], b[:, 2], gw, patch)
+    # the per-axis fractions of every box at once; the loop only multiplies and takes the maximum
+    for i in np.nonzero((r1 > r0) & (c1 > c0))[0]:
+        rs, cs = slice(r0[i], r1[i]), slice(c0[i], c1[i])
+        frac = np.outer(fy[i, rs], fx[i, cs]).astype(np.float32)
+        val = np.where(frac > 0, v[i] * (1.0 - fill * (1.0 - frac)), 0.0) if touch else frac * v[i]
+        np.maximum(out[rs, cs], val, out=out[rs, cs])
     return out
+
+
+def _axis_overlap(lo: np.ndarray, hi: np.ndarray, n: int, patch: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Along one axis, for N intervals [lo, hi) in pixels: the fraction of each of the ``n`` tiles inside each
+    (N, n) float64, and the first and one-past-last tile each touches (clipped to the grid), as in
+    :func:`box_tile_overlap`."""
+    t = np.arange(n, dtype=np.float64) * patch
+    f = np.minimum(t + patch, hi[:, None]) - np.maximum(t, lo[:, None])
+    first = np.maximum(np.floor_divide(lo, patch), 0).astype(np.int64)
+    last = np.minimum(-np.floor_divide(-hi, patch), n).astype(np.int64)
+    return np.clip(f, 0, patch) / patch, first, last
 
 
 # ----------------------------------------------------------------------------------------------------------
