@@ -3,6 +3,8 @@ in mode quadtree against the shipped one in mode auto, for example.
 
     python scripts/compare_weights.py --cache out/train-cache --split val \
         --row previous=previous.safetensors:quadtree --row shipped=default:auto
+    python scripts/compare_weights.py --cache out/train-cache --split all --sets wildreceipt \
+        --row proxy=nowr.safetensors --row shipped=default    # a set a file was trained without: every image
 
 Reads the textures of the shipped recipe's real sets from ``--cache`` (a ``foveate train`` cache; missing ones are
 encoded, which takes a while), splits them as ``foveate train`` does (seed 0), and scores every row with
@@ -23,7 +25,9 @@ BUDGETS = (64, 144, 273, 576)
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", type=Path, required=True)
-    ap.add_argument("--split", default="val", choices=["train", "val", "test"])
+    ap.add_argument("--split", default="val", choices=["train", "val", "test", "all"])
+    ap.add_argument("--sets", default=",".join(Path(s).name for s in SETS),
+                    help="comma-separated names of the shared sets to score (default: all three)")
     ap.add_argument("--row", action="append", required=True, help="NAME=WEIGHTS[:MODE] (mode default auto)")
     args = ap.parse_args()
 
@@ -37,10 +41,16 @@ def main() -> None:
         name, _, rest = spec.partition("=")
         weights, _, mode = rest.rpartition(":") if rest.endswith((":auto", ":quadtree", ":topk")) else (rest, "", "auto")
         rows[name], modes[name] = load_weights(weights), mode
-    pages, _ = load_pages([Path(s) for s in SETS], args.cache, EncodeConfig(), 0)
-    pages = by_split(pages, args.split)
+    names = args.sets.split(",")
+    unknown = sorted(set(names) - {Path(s).name for s in SETS})
+    if unknown:
+        ap.error(f"unknown set(s) {unknown}; choose among {[Path(s).name for s in SETS]}")
+    pages, _ = load_pages([Path(s) for s in SETS if Path(s).name in names], args.cache, EncodeConfig(), 0)
+    if args.split != "all":
+        pages = by_split(pages, args.split)
     table = hit_table(records(pages, rows, BUDGETS, prompts=False, workers=2, modes=modes))
-    print(format_table(table, [*rows, "uniform"], f"Hit % on the {args.split} split, the same questions"))
+    where = "every image" if args.split == "all" else f"the {args.split} split"
+    print(format_table(table, [*rows, "uniform"], f"Hit % on {where}, the same questions"))
 
 
 if __name__ == "__main__":

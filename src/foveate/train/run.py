@@ -52,13 +52,14 @@ from .floor import choose_gate
 from .ranker import build_groups, fit_rankers, text_height_ratio, top_k_accuracy
 from .tiles import fit_poisson, scorer_fields, tile_rows
 
-OBJECTIVE = ("ranker: listwise cross-entropy over a page's OCR lines (uniform target over the answer lines); "
-             "scorer: Poisson regression of the oracle's per-tile split priority (area of not-yet-legible answer "
-             "boxes) on [mean | max] channels, query maps (cross-fitted ranker) and a per-level prior; extent: "
-             "logistic regression of 'this neighbour holds part of the same answer box' on (answer line, layout "
-             "neighbour) pairs; floor: "
-             "weighted logistic regression of 'foveated beats uniform' on (question, budget) pairs, ties labelled "
-             "uniform (the weights of ties and of legible coverage by cross-validation over the training images)")
+OBJECTIVE = ("ranker: listwise cross-entropy over a page's OCR lines (uniform target over the answer lines), Adam "
+             "with the step size decayed along a cosine to 0 over the epochs, the best held-out epoch kept, the "
+             "probabilities of --rankers seeds averaged; scorer: Poisson regression of the oracle's per-tile split "
+             "priority (area of not-yet-legible answer boxes) on [mean | max] channels, query maps (cross-fitted "
+             "ranker) and a per-level prior; extent: logistic regression of 'this neighbour holds part of the same "
+             "answer box' on (answer line, layout neighbour) pairs; floor: weighted logistic regression of "
+             "'foveated beats uniform' on (question, budget) pairs, ties labelled uniform (the weights of ties and "
+             "of legible coverage by cross-validation over the training images)")
 
 
 @dataclass(frozen=True)
