@@ -75,3 +75,14 @@ def test_light_commands_load_nothing_heavy(args, tmp_path, page_texture):
                 assert not exc.code, exc.code
     """
     assert _loaded_after(code, tmp_path) == []
+
+
+def test_the_package_says_the_version_its_project_file_declares():
+    """``foveate.__version__`` (the service's /health, a weights file's metadata) is pyproject.toml's version."""
+    import tomllib
+
+    project = Path(foveate.__file__).resolve().parents[2] / "pyproject.toml"
+    if not project.is_file():
+        pytest.skip("foveate is installed from a wheel here, not run from its checkout")
+    declared = tomllib.loads(project.read_text())["project"]["version"]
+    assert foveate.__version__ == declared

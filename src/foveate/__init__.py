@@ -11,7 +11,7 @@ first read (``foveate.core.channels``, ``foveate.query.terms``).
 
 from ._lazy import lazy_exports
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"
 
 _ERRORS = ("BudgetError", "ConfigError", "DeviceError", "FoveateError", "ImageDecodeError", "ImageError",
            "ImageTooLargeError", "NoImageSetError", "QueryError", "TextureFormatError", "UnsupportedInputError",
