@@ -49,22 +49,27 @@ def finest_levels(tiles: list[tuple[int, int, int]], grid0: tuple[int, int]) -> 
 def legible_share(levels: np.ndarray, patch: int, boxes: np.ndarray, heights: np.ndarray,
                   min_px: float = LEGIBLE_PX) -> np.ndarray:
     """(N,) float64: the share of each box's area on level-0 tiles whose finest selected level keeps text of its
-    height legible (``height / 2**level >= min_px``).  ``levels`` from :func:`finest_levels`; boxes in pixels."""
+    height legible (``height / 2**level >= min_px``).  ``levels`` from :func:`finest_levels`; boxes in pixels.
+
+    Every box at once: a box's area on a tile is the product of its overlaps with the tile's row and column, so its
+    area on the tiles of one level is ``wy @ (levels == level) @ wx``; the share sums that over the levels legible
+    for its height."""
     gh, gw = levels.shape
-    out = np.zeros(len(boxes), np.float64)
-    for i, ((x0, y0, x1, y1), h) in enumerate(zip(np.asarray(boxes, np.float64), np.asarray(heights, np.float64))):
-        r0, r1 = max(int(y0 // patch), 0), min(int(np.ceil(y1 / patch)), gh)
-        c0, c1 = max(int(x0 // patch), 0), min(int(np.ceil(x1 / patch)), gw)
-        if r1 <= r0 or c1 <= c0 or h < min_px:
-            continue
-        ys, xs = np.arange(r0, r1 + 1) * patch, np.arange(c0, c1 + 1) * patch
-        wy = np.clip(np.minimum(ys[1:], y1) - np.maximum(ys[:-1], y0), 0, None)
-        wx = np.clip(np.minimum(xs[1:], x1) - np.maximum(xs[:-1], x0), 0, None)
-        area = np.outer(wy, wx)
-        lv = levels[r0:r1, c0:c1]
-        ok = (lv >= 0) & (h / np.exp2(np.maximum(lv, 0)) >= min_px)
-        total = area.sum()
-        out[i] = float((area * ok).sum() / total) if total > 0 else 0.0
+    b = np.asarray(boxes, np.float64).reshape(-1, 4)
+    h = np.asarray(heights, np.float64).reshape(-1)
+    if not len(b):
+        return np.zeros(0, np.float64)
+    ys, xs = np.arange(gh + 1, dtype=np.float64) * patch, np.arange(gw + 1, dtype=np.float64) * patch
+    wy = np.clip(np.minimum(ys[1:], b[:, 3:4]) - np.maximum(ys[:-1], b[:, 1:2]), 0, None)  # (N, gh) px
+    wx = np.clip(np.minimum(xs[1:], b[:, 2:3]) - np.maximum(xs[:-1], b[:, 0:1]), 0, None)  # (N, gw) px
+    total = wy.sum(1) * wx.sum(1)
+    legible = np.zeros(len(b), np.float64)
+    for lvl in np.unique(levels[levels >= 0]):
+        ok = h / np.exp2(lvl) >= min_px
+        if ok.any():
+            legible[ok] += ((wy[ok] @ (levels == lvl).astype(np.float64)) * wx[ok]).sum(1)
+    out = np.zeros(len(b), np.float64)
+    np.divide(legible, total, out=out, where=(total > 0) & (h >= min_px))
     return out
 
 
