@@ -1,19 +1,19 @@
 """How much one answer ranker depends on its seed, and what averaging several buys (EVAL.md, "A cold rerun, and one
 seed or three").
 
-    python scripts/ranker_seeds.py seeds --cache out/train-cache [-n 5]
+    python scripts/ranker_seeds.py seeds --cache out/train-cache [-n 5] [--epochs 12] [--hidden 32]
     python scripts/ranker_seeds.py logit-mean WEIGHTS --cache out/train-cache
     python scripts/ranker_seeds.py answer-lines [WEIGHTS] --cache out/train-cache [--split train]
     python scripts/ranker_seeds.py cost WEIGHTS [WEIGHTS ...]
 
-``seeds`` fits ``-n`` rankers (seeds 0..n-1) on the training split of the shipped recipe's sets, as ``foveate train``
-does, and prints each one's validation top-1 per set, then the mean of the first three's and of all their
-probabilities.  ``logit-mean`` scores a weights file whose ranker is an ensemble on the validation split twice: as
-it is (mean of probabilities) and with the members' logits averaged instead, nothing refitted.  ``answer-lines``
-shows how a ranker (the shipped one by default) shares its probability among a question's answer lines.  These three
-read the textures from ``--cache`` (a ``foveate train`` cache; missing ones are encoded, which takes a while).
-``cost`` times what a file's ranker adds to a new question on the bundled page (its logits over the page's lines,
-the features computed once), median of 200.
+``seeds`` fits ``-n`` rankers (seeds 0..n-1; ``--epochs`` and ``--hidden`` as ``fit_ranker``'s) on the training split of
+the shipped recipe's sets, as ``foveate train`` does, and prints each one's validation top-1 per set, then the mean of
+the first three's and of all their probabilities. ``logit-mean`` scores a weights file whose ranker is an ensemble on
+the validation split twice: as it is (mean of probabilities) and with the members' logits averaged instead, nothing
+refitted. ``answer-lines`` shows how a ranker (the shipped one by default) shares its probability among a question's
+answer lines. These three read the textures from ``--cache`` (a ``foveate train`` cache; missing ones are encoded, which
+takes a while). ``cost`` times what a file's ranker adds to a new question on the bundled page (its logits over the
+page's lines, the features computed once), median of 200.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def _pages(cache: Path):
     return pages
 
 
-def seeds(cache: Path, n: int) -> None:
+def seeds(cache: Path, n: int, epochs: int = 12, hidden: int = 32) -> None:
     from foveate.query.text.ranker import softmax
     from foveate.train.data import by_split
     from foveate.train.ranker import build_groups, fit_ranker
@@ -46,7 +46,7 @@ def seeds(cache: Path, n: int) -> None:
     train, val = by_split(pages, "train"), by_split(pages, "val")
     rankers = []
     for seed in range(n):
-        r, rep = fit_ranker(train, seed=seed, log=lambda *_: None)
+        r, rep = fit_ranker(train, seed=seed, max_epochs=epochs, hidden=hidden, log=lambda *_: None)
         rankers.append(r)
         print(f"seed {seed}: best epoch {rep['epochs']}, held-out top-1 {100 * rep['held_out_top1']:.1f} %", flush=True)
     groups = [g for g in build_groups(val, rankers[0]) if g.positive[:-1].any()]
@@ -63,7 +63,7 @@ def seeds(cache: Path, n: int) -> None:
         three, m = top1(lambda g: np.mean([soft(r, g) for r in rankers[:3]], 0), sets)
         every, _ = top1(lambda g: np.mean([soft(r, g) for r in rankers], 0), sets)
         print(f"{name} ({m} questions): one seed " + " / ".join(f"{v:.1f}" for v in singles)
-              + f" %; mean of 3: {three:.1f} %; mean of {n}: {every:.1f} %")
+              + f" %; mean of 3: {three:.1f} %" + (f"; mean of {n}: {every:.1f} %" if n != 3 else ""))
 
 
 def logit_mean(weights: Path, cache: Path) -> None:
@@ -140,6 +140,8 @@ def main() -> None:
     a = sub.add_parser("seeds")
     a.add_argument("--cache", type=Path, default=Path("out/train-cache"))
     a.add_argument("-n", type=int, default=5)
+    a.add_argument("--epochs", type=int, default=12, help="epochs per ranker (foveate train --epochs)")
+    a.add_argument("--hidden", type=int, default=32, help="the ranker's hidden units")
     b = sub.add_parser("logit-mean")
     b.add_argument("weights", type=Path)
     b.add_argument("--cache", type=Path, default=Path("out/train-cache"))
@@ -152,7 +154,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     if args.cmd == "seeds":
-        seeds(args.cache, args.n)
+        seeds(args.cache, args.n, args.epochs, args.hidden)
     elif args.cmd == "logit-mean":
         logit_mean(args.weights, args.cache)
     elif args.cmd == "cost":
