@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from pathlib import Path
 
 
 def main() -> None:
@@ -26,6 +25,7 @@ def main() -> None:
     args = ap.parse_args()
 
     import foveate
+    from foveate.bench.common import EXAMPLES
     from foveate.bench.encode import TEXT_QUERIES
     from foveate.query.text.embed import embed_query
     from foveate.query.text.layout import text_index
@@ -33,8 +33,7 @@ def main() -> None:
     from foveate.selection import select
     from foveate.weights import load_weights
 
-    page = Path(foveate.__file__).resolve().parent / "examples" / "page.png"
-    tex = foveate.encode(str(page), device="cpu")
+    tex = foveate.encode(str(EXAMPLES / "page.png"), device="cpu")
     w = load_weights("default")
     index = text_index(tex)
     paint = (w.text_sharpness, w.text_pad, w.text_fill)
