@@ -328,6 +328,8 @@ def test_paint_boxes_against_a_loop(fill, touch):
     np.testing.assert_allclose(got, ref, atol=1e-6)
     assert np.array_equal(got > 0, T.paint_boxes((9, 10), 12, boxes, vals, touch=touch) > 0)  # the same tiles
     assert not T.paint_boxes((9, 10), 12, np.zeros((0, 4)), []).any()
+    with pytest.raises(ValueError, match="2 boxes but 1 values"):
+        T.paint_boxes((9, 10), 12, boxes[:2], vals[:1])
 
 
 def test_answer_map_fill_ranks_the_parent_holding_the_line_first():

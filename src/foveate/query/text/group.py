@@ -67,8 +67,10 @@ def paint_boxes(grid: tuple[int, int], patch: int, boxes: Sequence[Sequence[floa
     b = np.asarray(boxes, np.float64).reshape(-1, 4)
     if not len(b):
         return out
-    v = np.asarray(values, np.float32)
-    (gh, gw), n = grid, len(b)
+    v = np.asarray(values, np.float32).reshape(-1)
+    if len(v) != len(b):
+        raise ValueError(f"paint_boxes: {len(b)} boxes but {len(v)} values")
+    gh, gw = grid
     fy, r0, r1 = _axis_overlap(b[:, 1], b[:, 3], gh, patch)
     fx, c0, c1 = _axis_overlap(b[:, 0], b[:, 2], gw, patch)
     # the per-axis fractions of every box at once; the loop only multiplies and takes the maximum
