@@ -20,6 +20,23 @@ def slow_tile_mean(x: np.ndarray, p: int) -> np.ndarray:
     return out
 
 
+@pytest.mark.parametrize("patch", [16, 14])
+def test_axis_overlap_counts_the_pixels_of_each_tile(patch):
+    """Pixels of [lo, hi) in each tile, counted pixel by pixel on integer bounds (bounds outside the grid, on tile
+    edges, empty); the overlaps of an interval inside the grid add up to its length."""
+    rng = np.random.default_rng(patch)
+    n = 9
+    lo = np.concatenate([rng.integers(-20, n * patch, 40), [0, patch, -30, 5, n * patch + 3]])
+    hi = np.concatenate([lo[:40] + rng.integers(0, 80, 40), [patch, 3 * patch, -2, 5, n * patch + 9]])
+    got = ops.axis_overlap(lo, hi, n, patch)
+    assert got.shape == (len(lo), n) and got.dtype == np.float64
+    for k in range(len(lo)):
+        ref = [sum(1 for px in range(i * patch, (i + 1) * patch) if lo[k] <= px < hi[k]) for i in range(n)]
+        np.testing.assert_array_equal(got[k], ref)
+    inside = (lo >= 0) & (hi <= n * patch) & (hi >= lo)
+    np.testing.assert_array_equal(got[inside].sum(1), (hi - lo)[inside])
+
+
 @pytest.mark.parametrize("factor", [2, 3, 4, 8, 12])
 def test_area_shrink_is_the_block_mean(factor):
     rng = np.random.default_rng(factor)

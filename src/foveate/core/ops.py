@@ -46,6 +46,15 @@ def level_shapes(gh: int, gw: int, n_levels: int) -> list[tuple[int, int]]:
     return shapes
 
 
+def axis_overlap(lo: np.ndarray, hi: np.ndarray, n: int, patch: int) -> np.ndarray:
+    """Along one axis of a tile grid: how many pixels of each of N intervals ``[lo, hi)`` lie in each of the ``n``
+    tiles ``[i P, (i + 1) P)``.  (N,) bounds in pixels (any float; outside the grid counts nowhere) -> (N, n) float64
+    in [0, P].  A box's area on a tile is the product of its two axes' overlaps."""
+    t = np.arange(n + 1, dtype=np.float64) * patch
+    lo, hi = np.asarray(lo, np.float64)[:, None], np.asarray(hi, np.float64)[:, None]
+    return np.clip(np.minimum(t[1:], hi) - np.maximum(t[:-1], lo), 0, None)
+
+
 def coverage0(height: int, width: int, patch: int) -> np.ndarray:
     """Fraction of each level-0 tile inside the image.  (gh, gw) float32 in (0, 1]."""
     gh, gw = grid_shape(height, width, patch)

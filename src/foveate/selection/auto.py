@@ -24,6 +24,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..core.config import LEGIBLE_PX
+from ..core.ops import axis_overlap
 
 #: lines under this probability are left out of the expectation (they cannot change it by more than their sum)
 MIN_PROBABILITY = 0.01
@@ -59,9 +60,7 @@ def legible_share(levels: np.ndarray, patch: int, boxes: np.ndarray, heights: np
     h = np.asarray(heights, np.float64).reshape(-1)
     if not len(b):
         return np.zeros(0, np.float64)
-    ys, xs = np.arange(gh + 1, dtype=np.float64) * patch, np.arange(gw + 1, dtype=np.float64) * patch
-    wy = np.clip(np.minimum(ys[1:], b[:, 3:4]) - np.maximum(ys[:-1], b[:, 1:2]), 0, None)  # (N, gh) px
-    wx = np.clip(np.minimum(xs[1:], b[:, 2:3]) - np.maximum(xs[:-1], b[:, 0:1]), 0, None)  # (N, gw) px
+    wy, wx = axis_overlap(b[:, 1], b[:, 3], gh, patch), axis_overlap(b[:, 0], b[:, 2], gw, patch)  # (N, gh), (N, gw) px
     total = wy.sum(1) * wx.sum(1)
     legible = np.zeros(len(b), np.float64)
     for lvl in np.unique(levels[levels >= 0]):

@@ -15,6 +15,7 @@ import numpy as np
 
 from ...core.channels import ChannelGroup, register_group
 from ...core.device import ENCODE_TORCH_THREADS, request_threads
+from ...core.ops import axis_overlap
 from .embed import TEXT_EMBEDDER, embed_texts
 from .ocr import OCR_ENGINE, OcrLine, ocr_result
 
@@ -35,17 +36,13 @@ def box_tile_overlap(box: Sequence[float], grid: tuple[int, int], patch: int) ->
         ``(rows, cols, frac)``: slices into the grid and the (len(rows), len(cols)) float32 fractions of each
         tile's P x P area inside the box (empty slices for a box outside the grid).
     """
-    gh, gw = grid
-    x0, y0, x1, y1 = (float(v) for v in box)
-    r0, r1 = max(int(y0 // patch), 0), min(int(-(-y1 // patch)), gh)
-    c0, c1 = max(int(x0 // patch), 0), min(int(-(-x1 // patch)), gw)
-    if r1 <= r0 or c1 <= c0:
+    b = np.asarray(box, np.float64).reshape(1, 4)
+    fy, r0, r1 = _axis_fractions(b[:, 1], b[:, 3], grid[0], patch)
+    fx, c0, c1 = _axis_fractions(b[:, 0], b[:, 2], grid[1], patch)
+    if r1[0] <= r0[0] or c1[0] <= c0[0]:
         return slice(0, 0), slice(0, 0), np.zeros((0, 0), np.float32)
-    ty = np.arange(r0, r1) * patch
-    tx = np.arange(c0, c1) * patch
-    fy = np.clip(np.minimum(ty + patch, y1) - np.maximum(ty, y0), 0, patch) / patch
-    fx = np.clip(np.minimum(tx + patch, x1) - np.maximum(tx, x0), 0, patch) / patch
-    return slice(r0, r1), slice(c0, c1), np.outer(fy, fx).astype(np.float32)
+    rs, cs = slice(r0[0], r1[0]), slice(c0[0], c1[0])
+    return rs, cs, np.outer(fy[0, rs], fx[0, cs]).astype(np.float32)
 
 
 def paint_boxes(grid: tuple[int, int], patch: int, boxes: Sequence[Sequence[float]], values: Sequence[float],
@@ -71,8 +68,8 @@ def paint_boxes(grid: tuple[int, int], patch: int, boxes: Sequence[Sequence[floa
     if len(v) != len(b):
         raise ValueError(f"paint_boxes: {len(b)} boxes but {len(v)} values")
     gh, gw = grid
-    fy, r0, r1 = _axis_overlap(b[:, 1], b[:, 3], gh, patch)
-    fx, c0, c1 = _axis_overlap(b[:, 0], b[:, 2], gw, patch)
+    fy, r0, r1 = _axis_fractions(b[:, 1], b[:, 3], gh, patch)
+    fx, c0, c1 = _axis_fractions(b[:, 0], b[:, 2], gw, patch)
     # the per-axis fractions of every box at once; the loop only multiplies and takes the maximum
     for i in np.nonzero((r1 > r0) & (c1 > c0))[0]:
         rs, cs = slice(r0[i], r1[i]), slice(c0[i], c1[i])
@@ -82,15 +79,13 @@ def paint_boxes(grid: tuple[int, int], patch: int, boxes: Sequence[Sequence[floa
     return out
 
 
-def _axis_overlap(lo: np.ndarray, hi: np.ndarray, n: int, patch: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _axis_fractions(lo: np.ndarray, hi: np.ndarray, n: int, patch: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Along one axis, for N intervals [lo, hi) in pixels: the fraction of each of the ``n`` tiles inside each
-    (N, n) float64, and the first and one-past-last tile each touches (clipped to the grid), as in
-    :func:`box_tile_overlap`."""
-    t = np.arange(n, dtype=np.float64) * patch
-    f = np.minimum(t + patch, hi[:, None]) - np.maximum(t, lo[:, None])
+    (N, n) float64 (:func:`foveate.core.ops.axis_overlap` / P), and the first and one-past-last tile each touches
+    (clipped to the grid)."""
     first = np.maximum(np.floor_divide(lo, patch), 0).astype(np.int64)
     last = np.minimum(-np.floor_divide(-hi, patch), n).astype(np.int64)
-    return np.clip(f, 0, patch) / patch, first, last
+    return axis_overlap(lo, hi, n, patch) / patch, first, last
 
 
 # ----------------------------------------------------------------------------------------------------------
