@@ -4,18 +4,19 @@ answer box (so the answers the ranker learns from are really there)."""
 from __future__ import annotations
 
 import json
+import random
 
 import numpy as np
 import pytest
 from PIL import Image
 
 from foveate.synth import KINDS, make_dataset
-from foveate.synth.documents import GENERATED_MARK
+from foveate.synth.documents import GENERATED_MARK, form
 
 
 def test_dataset_is_well_formed_and_deterministic(tmp_path):
-    a = make_dataset(tmp_path / "a", 6, seed=3)
-    b = make_dataset(tmp_path / "b", 6, seed=3)
+    a = make_dataset(tmp_path / "a", 8, tuple(KINDS), seed=3)
+    b = make_dataset(tmp_path / "b", 8, tuple(KINDS), seed=3)
     assert (a / "queries.jsonl").read_text() == (b / "queries.jsonl").read_text()
     rows = [json.loads(x) for x in (a / "queries.jsonl").read_text().splitlines()]
     assert {r["kind"] for r in rows} == set(KINDS) and len(rows) >= 6
@@ -27,6 +28,25 @@ def test_dataset_is_well_formed_and_deterministic(tmp_path):
         assert "?" in r["query"] and r["key"]
     assert sum(bool(r.get("repeated_value")) for r in rows) <= len(rows)
     assert json.loads((a / GENERATED_MARK).read_text())["generator"] == "foveate.synth.documents"
+
+
+def test_form_questions_quote_a_printed_label_and_point_at_its_value(tmp_path):
+    """A form's question names its field's label; the answer is the value, not the label: a box of its own below
+    the label or to its right, and fields whose values look alike (two dates) are told apart only by the label."""
+    folder = make_dataset(tmp_path, 6, kinds=("form",), seed=2)
+    rows = [json.loads(x) for x in (folder / "queries.jsonl").read_text().splitlines()]
+    assert rows and all(r["kind"] == "form" and r["key"] == "field" for r in rows)
+    for r in rows:
+        assert r["key_text"] in r["query"] and r["key_text"] not in r["answer_text"][0]
+        assert len(r["boxes"]) == 1
+    per_page: dict[str, list] = {}
+    for r in rows:
+        per_page.setdefault(r["image"], []).append(tuple(r["boxes"][0]))
+    for boxes in per_page.values():  # one field, one box: no two questions of a page share an answer
+        assert len(set(boxes)) == len(boxes)
+    labels = [it.text.rstrip(":").upper() for it in form(random.Random(0)).items if it.role is None]
+    fields = [it.role.split("|")[1].upper() for it in form(random.Random(0)).items if it.role]
+    assert set(fields) <= set(labels)  # every value's label is printed on the page
 
 
 def test_unknown_kind(tmp_path):
@@ -42,7 +62,7 @@ def test_ocr_reads_the_answers_where_the_boxes_say(tmp_path):
     from foveate.eval.data import parse_query_line
     from foveate.query.text import read_text
 
-    folder = make_dataset(tmp_path, 3, seed=11)
+    folder = make_dataset(tmp_path, len(KINDS), tuple(KINDS), seed=11)  # one of each kind
     raw = (folder / "queries.jsonl").read_text().splitlines()
     found = []
     lines_of = {}

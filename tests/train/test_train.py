@@ -11,6 +11,7 @@ import pytest
 from foveate.eval.data import split_of
 from foveate.synth import make_dataset
 from foveate.train import TrainConfig, train
+from foveate.train.data import resolve_sources
 from foveate.weights import Weights
 
 
@@ -85,6 +86,22 @@ def test_bad_sources_are_clear_errors(tmp_path):
         train(TrainConfig((str(tmp_path),), tmp_path / "w.safetensors", cache=tmp_path / "c"), log=lambda m: None)
     with pytest.raises(DatasetError, match="synth:N"):
         train(TrainConfig(("synth:many",), tmp_path / "w.safetensors", cache=tmp_path / "c"), log=lambda m: None)
+    with pytest.raises(DatasetError, match="kinds must be among"):
+        resolve_sources(["synth:2:poem"], tmp_path / "c", 0)
+
+
+def test_generated_sources_name_their_kinds_and_are_redrawn_when_the_generator_changed(tmp_path):
+    from foveate.synth.documents import GENERATED_MARK
+
+    default, forms = resolve_sources(["synth:3", "synth:2:form"], tmp_path, 0)
+    assert default.name == "synth-s0-n3" and forms.name == "synth-s0-n2-form"  # the default's name: the split's
+    assert {json.loads(x)["kind"] for x in (forms / "queries.jsonl").read_text().splitlines()} == {"form"}
+    mark = forms / GENERATED_MARK
+    old = json.loads(mark.read_text())
+    mark.write_text(json.dumps({**old, "version": old["version"] - 1}))  # drawn by an older generator
+    (forms / "queries.jsonl").write_text("stale\n")
+    resolve_sources(["synth:2:form"], tmp_path, 0)
+    assert json.loads(mark.read_text()) == old and "stale" not in (forms / "queries.jsonl").read_text()
 
 
 @pytest.mark.slow

@@ -14,7 +14,8 @@ from .common import app, err, out
 @app.command()
 def train(
     sources: list[str] = typer.Argument(..., help="Data set folders (queries.jsonl + images) and/or synth:N "
-                                                  "(N synthetic documents, generated once into the cache)."),
+                                                  "(N synthetic documents, generated once into the cache; "
+                                                  "synth:N:form,letter for other kinds)."),
     output: Path = typer.Option(..., "--output", "-o", help="The weights file to write (.safetensors)."),
     cache: Path = typer.Option(Path("out/train-cache"), "--cache", help="Encoded textures and generated sets, "
                                                                         "kept between runs."),
@@ -73,7 +74,8 @@ def train(
 def synth(
     output: Path = typer.Argument(..., help="Folder to write images/ and queries.jsonl into."),
     n: int = typer.Option(300, "--count", "-n", help="Documents to draw (kinds in turn)."),
-    kinds: str = typer.Option("receipt,invoice,letter", "--kinds", help="Comma-separated kinds."),
+    kinds: str = typer.Option("receipt,invoice,letter", "--kinds",
+                              help="Comma-separated kinds: receipt, invoice, letter, form."),
     seed: int = typer.Option(0, "--seed", help="Everything drawn is a function of the seed."),
 ) -> None:
     """Write synthetic documents with natural questions and their answer boxes, as a data set that `foveate

@@ -1,10 +1,12 @@
-"""Synthetic documents with natural questions and their answer boxes: receipts, invoices and letters.
+"""Synthetic documents with natural questions and their answer boxes: receipts, invoices, letters and forms.
 
-Each kind is a layout program (:func:`receipt`, :func:`invoice`, :func:`letter`) that places text items with a
-role (``issuer``, ``date``, ``total``, ...); labels are optional and vary (same row, below, ``Label: value``, none),
-so that what a ranker learns is the *kind* of answer and where such answers sit, not one label's wording.
-Questions are drawn from several phrasings per role (:data:`QUESTIONS`), most of which quote no label ("How much
-was paid?", "Who issued it?").  :func:`make_dataset` writes a data set in the ``queries.jsonl`` format (answer
+Each kind is a layout program (:func:`receipt`, :func:`invoice`, :func:`letter`, :func:`form`) that places text
+items with a role (``issuer``, ``date``, ``total``, ...); labels are optional and vary (same row, below,
+``Label: value``, none), so that what a ranker learns is the *kind* of answer and where such answers sit, not one
+label's wording.  Questions are drawn from several phrasings per role (:data:`QUESTIONS`): on receipts, invoices
+and letters most quote no label ("How much was paid?", "Who issued it?"); on a form they quote the field's label
+("What was entered for "Region"?"), and only the label tells apart fields whose values look alike (two dates, two
+names).  :func:`make_dataset` writes a data set in the ``queries.jsonl`` format (answer
 boxes, text heights, answer texts; ``repeated_value`` where the answer is printed twice).
 """
 
@@ -53,6 +55,9 @@ QUESTIONS: dict[str, tuple[str, ...]] = {
     "item_price": ("How much did the {item} cost?", "What was the price of the {item}?",
                    "What is the amount for {item}?"),
     "item_qty": ("How many {item} were bought?", "What quantity of {item} was ordered?"),
+    "field": ("What is the {item}?", 'What was entered for "{item}"?', 'What is the value of "{item}"?',
+              "What does the form give as the {item}?", "What is filled in for {item}?",
+              "What is the {item} on this form?"),
 }
 
 
@@ -299,7 +304,103 @@ def letter(r: random.Random) -> Doc:
     return Doc("letter", w, h, items)
 
 
-KINDS: dict[str, Callable[[random.Random], Doc]] = {"receipt": receipt, "invoice": invoice, "letter": letter}
+def _number(r: random.Random) -> str:
+    return f"{r.choice(['', '', 'No. ', '#', 'A-', 'PO '])}{r.randint(100, 99999999)}"
+
+
+#: a form's kinds of field: the labels one may carry (each form uses a label once) and a value drawer
+FORM_FIELDS: tuple[tuple[tuple[str, ...], Callable[[random.Random], str]], ...] = (
+    (("Name", "Full Name", "Applicant", "Employee Name", "Contact", "Attention"), V.person),
+    (("Company", "Organization", "Firm", "Account Name", "Customer", "Supplier"), V.company),
+    (("Address", "Street Address", "Mailing Address", "Ship To"), V.street),
+    (("City", "City/State/Zip", "Location"), V.city),
+    (("Phone", "Telephone", "Tel. No.", "Fax", "Fax No.", "Mobile"), V.phone),
+    (("Date", "Date Submitted", "Start Date", "End Date", "Effective Date", "Date of Birth", "Received"), V.date),
+    (("Account No.", "Reference", "Order No.", "File No.", "Project No.", "ID Number", "Code"), _number),
+    (("Amount", "Budget", "Total Cost", "Estimated Cost", "Unit Price", "Deposit"),
+     lambda r: V.money(r.uniform(5, 90000), r.choice(["$", "$", "", "£"]))),
+    (("Department", "Division", "Region", "Territory", "District", "Branch"), lambda r: r.choice(V.DEPARTMENTS)),
+    (("Title", "Position", "Job Title"), lambda r: r.choice(V.JOB_TITLES)),
+    (("Quantity", "Units", "No. of Pages", "Copies", "Cases"), lambda r: str(r.randint(1, 500))),
+    (("Brand", "Product", "Item", "Description"), lambda r: f"{r.choice(V.ADJECTIVES)} {r.choice(V.ITEMS)}"),
+    (("Approved by", "Signature", "Prepared by", "Requested by", "Submitted by"), V.person),
+    (("Status", "Priority", "Type", "Method"),
+     lambda r: r.choice(["Approved", "Pending", "Urgent", "Routine", "New", "Renewal", "Yes", "No", "Mail", "Fax"])),
+)
+
+
+def form(r: random.Random) -> Doc:
+    """A fill-in form: title, a line of instructions, then 8-16 labelled fields in one or two columns -- the value
+    right after its label, in an aligned column, below it, or in a grid of ruled cells -- some left blank."""
+    w = 850
+    body, bold = V.pick_fonts(r)
+    typed = V.pick_fonts(r, mono=True)[0] if r.random() < 0.5 else body
+    s = r.randint(12, 17)
+    items: list[Item] = []
+    rules: list[tuple[float, float, float, float]] = []
+    m = r.randint(40, 90)
+    y = r.randint(40, 80)
+    if r.random() < 0.5:
+        items.append(Item(V.company(r), m, y, int(s * 1.4), bold))
+        y += s * 2.2
+    items.append(Item(r.choice(["REQUEST FORM", "Application Form", "EXPENSE REPORT", "ORDER FORM", "Registration",
+                                "TRANSMITTAL SHEET", "Change Request"]), w / 2, y, int(s * 1.8), bold, "c"))
+    y += s * 3
+    items.append(Item(r.choice(["Please complete all fields and return to the office below.",
+                                "Print clearly. Incomplete forms will be returned.",
+                                "For internal use only."]), m, y, s - 1, body))
+    y += s * 2.5
+    fields = []
+    for labels, value in r.sample(FORM_FIELDS, r.randint(8, min(14, len(FORM_FIELDS)))):
+        for label in r.sample(labels, 2 if r.random() < 0.2 else 1):  # two fields of one kind: only labels differ
+            label = label.upper() if r.random() < 0.4 else label
+            fields.append((label, value(r) if r.random() > 0.15 else None))  # some fields left blank
+    r.shuffle(fields)
+    mode = r.choice(["right", "column", "below", "grid"])
+    if mode == "grid":
+        i = 0
+        while i < len(fields):
+            row = fields[i:i + r.randint(2, 4)]
+            i += len(row)
+            cw, rh = (w - 2 * m) / len(row), s * r.uniform(3.2, 4.5)
+            rules += [(m, y, w - m, y), (m, y + rh, w - m, y + rh)]
+            for j, (label, value) in enumerate(row):
+                cx = m + j * cw
+                rules.append((cx, y, cx, y + rh))
+                items.append(Item(label, cx + 4, y + 3, max(9, int(s * 0.75)), body))
+                if value is not None:  # a value wider than its cell is printed smaller
+                    size = min(s, int(s * (cw - 12) / max(1.0, V.font(typed, s).getlength(value))))
+                    items.append(Item(value, cx + 8, y + s * 1.5, max(8, size), typed, role=f"field|{label}"))
+            rules.append((w - m, y, w - m, y + rh))
+            y += rh
+        return Doc("form", w, int(max(600, y + r.randint(40, 200))), items, rules)
+    two = r.random() < 0.5
+    col_w = (w - 2 * m) / (2 if two else 1)
+    ys = [y, y]
+    for k, (label, value) in enumerate(fields):
+        c = k % 2 if two else 0
+        x, fy = m + c * col_w, ys[c]
+        how = mode if r.random() < 0.8 else r.choice(["right", "column", "below"])
+        text = label + (":" if r.random() < 0.6 else "")
+        items.append(Item(text, x, fy, s, bold if r.random() < 0.3 else body))
+        lw = V.font(body, s).getlength(text)
+        vx, vy = {"right": (x + lw + s * r.uniform(0.6, 2.5), fy), "column": (x + max(lw + s, col_w * 0.38), fy),
+                  "below": (x + s * r.uniform(0, 1.5), fy + s * 1.5)}[how]
+        if value is not None and vx + V.font(typed, s).getlength(value) > w - 10:  # no room on the row: below
+            vx, vy = x + s * r.uniform(0, 1.5), fy + s * 1.5
+        if r.random() < 0.5:  # a ruled line to write on
+            rules.append((vx - 4, vy + s * 1.3, x + col_w - s, vy + s * 1.3))
+        if value is not None:
+            items.append(Item(value, vx, vy, s, typed, role=f"field|{label}"))
+        ys[c] = vy + s * r.uniform(2.0, 3.4)
+    return Doc("form", w, int(max(600, max(ys) + r.randint(40, 200))), items, rules)
+
+
+KINDS: dict[str, Callable[[random.Random], Doc]] = {"receipt": receipt, "invoice": invoice, "letter": letter,
+                                                     "form": form}
+#: what ``foveate synth`` and ``synth:N`` draw unless told: the kinds the shipped weights were trained on (forms
+#: came later; ask for them by name, ``synth:N:receipt,invoice,letter,form``)
+DEFAULT_KINDS = ("receipt", "invoice", "letter")
 
 
 def render(doc: Doc, r: random.Random) -> np.ndarray:
@@ -351,6 +452,8 @@ def questions(doc: Doc, r: random.Random, max_questions: int = 10) -> list[dict]
             boxes, heights, answers = [i.box for i in its], [i.box[3] - i.box[1] for i in its], [i.text for i in its]
         q = {"query": text, "boxes": boxes, "text_heights": heights, "answer_text": answers, "type": "key_value",
              "key": base}
+        if base == "field":
+            q["key_text"] = item  # the label the question quotes, as printed (FUNSD's field of the same name)
         if len(its) > 1 and base == "total":
             q["repeated_value"] = True
         out.append(q)
@@ -358,12 +461,23 @@ def questions(doc: Doc, r: random.Random, max_questions: int = 10) -> list[dict]
     return out[:max_questions]
 
 
+#: bumped whenever a kind's documents change for a seed (a layout changed); recorded in :data:`GENERATED_MARK`, and
+#: ``foveate train`` draws a cached set again when its mark does not match (:func:`generated_mark`)
+GENERATOR_VERSION = 2
+
 #: the file that marks a data set as generated (``foveate train`` lets such sets teach the ranker but not choose
 #: the text term's display constants)
 GENERATED_MARK = "generated.json"
 
 
-def make_dataset(out: str | Path, n: int, kinds: tuple[str, ...] = tuple(KINDS), seed: int = 0) -> Path:
+def generated_mark(n: int, kinds: tuple[str, ...], seed: int) -> dict:
+    """What :func:`make_dataset` records in :data:`GENERATED_MARK`: the generator and its version, ``n``, ``seed``
+    and the kinds."""
+    return {"generator": "foveate.synth.documents", "version": GENERATOR_VERSION, "n": n, "seed": seed,
+            "kinds": list(kinds)}
+
+
+def make_dataset(out: str | Path, n: int, kinds: tuple[str, ...] = DEFAULT_KINDS, seed: int = 0) -> Path:
     """Write ``n`` documents (kinds in turn) as PNG images plus ``queries.jsonl``; a function of ``seed``."""
     out = Path(out)
     (out / "images").mkdir(parents=True, exist_ok=True)
@@ -381,8 +495,7 @@ def make_dataset(out: str | Path, n: int, kinds: tuple[str, ...] = tuple(KINDS),
         name = f"images/{kind}_{seed}_{i:05d}.png"
         Image.fromarray(rgb).save(out / name)
         lines += [json.dumps({"image": name, **q, "kind": kind}) for q in questions(doc, r)]
-    (out / GENERATED_MARK).write_text(json.dumps({"generator": "foveate.synth.documents", "n": n, "seed": seed,
-                                                   "kinds": list(kinds)}) + "\n", encoding="utf-8")
+    (out / GENERATED_MARK).write_text(json.dumps(generated_mark(n, kinds, seed)) + "\n", encoding="utf-8")
     tmp = out / "queries.jsonl.tmp"
     tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
     tmp.replace(out / "queries.jsonl")

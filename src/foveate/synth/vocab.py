@@ -29,6 +29,10 @@ ITEMS = ("Coffee Latte Espresso Bagel Croissant Sandwich Salad Burger Fries Soda
          "Noodles Chicken Beef Salmon Tofu Apples Bananas Milk Bread Eggs Cheese Butter Yogurt Cereal Juice Cookies "
          "Chips Batteries Cable Charger Notebook Pens Paper Tape Gloves Lamp Filter Lens Mount Screws Paint Brush").split()
 ADJECTIVES = "Large Small Organic Fresh Iced Hot Spicy Classic Deluxe Mini Family Whole Green Red Premium".split()
+DEPARTMENTS = ("Sales", "Marketing", "Finance", "Research", "Operations", "Legal", "Purchasing", "Northeast", "Midwest",
+               "Region 4", "Quality Control", "Human Resources", "Field Services", "Production")
+JOB_TITLES = ("Manager", "Sales Representative", "Director", "Analyst", "Coordinator", "Supervisor", "Buyer",
+              "Account Executive", "Vice President", "Technician", "Assistant")
 MONTHS = ("January February March April May June July August September October November December").split()
 SENTENCES = (
     "We are pleased to confirm the arrangements discussed at our last meeting.",

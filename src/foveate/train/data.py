@@ -1,12 +1,13 @@
 """Training data: annotated sets in the ``queries.jsonl`` format, encoded once (cached in a texture store), split
 by image into train / validation / test (:func:`foveate.eval.data.split_of`).
 
-A source is a folder (its name is the set's name) or ``synth:N`` -- ``N`` synthetic documents
+A source is a folder (its name is the set's name) or ``synth:N[:KINDS]`` -- ``N`` synthetic documents
 (:mod:`foveate.synth.documents`) generated once into the cache folder.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -52,19 +53,28 @@ class Page:
 def resolve_sources(specs: list[str], cache: Path, seed: int) -> list[Path]:
     """Folders for ``specs``: existing folders as they are, ``synth:N`` generated into ``cache`` (once)."""
     from ..synth import make_dataset
+    from ..synth.documents import DEFAULT_KINDS, GENERATED_MARK, KINDS, generated_mark
 
     out = []
     for spec in specs:
         if spec.startswith("synth:"):
+            _, count, *rest = spec.split(":", 2)
             try:
-                n = int(spec.split(":", 1)[1])
+                n = int(count)
             except ValueError:
-                raise DatasetError(f"{spec!r}: write synth:N with N the number of documents, e.g. synth:300") from None
+                raise DatasetError(f"{spec!r}: write synth:N or synth:N:KIND,KIND with N the number of documents, "
+                                   "e.g. synth:300") from None
             if n < 1:
                 raise DatasetError(f"{spec!r}: N must be at least 1")
-            folder = cache / f"synth-s{seed}-n{n}"
-            if not (folder / "queries.jsonl").is_file():
-                make_dataset(folder, n, seed=seed)
+            kinds = tuple(k.strip() for k in rest[0].split(",") if k.strip()) if rest else DEFAULT_KINDS
+            if not kinds or set(kinds) - set(KINDS):
+                raise DatasetError(f"{spec!r}: kinds must be among {', '.join(KINDS)}")
+            # the default kinds keep the name they always had: the split hashes the set's name
+            folder = cache / (f"synth-s{seed}-n{n}" + ("" if kinds == DEFAULT_KINDS else "-" + "+".join(kinds)))
+            mark = folder / GENERATED_MARK
+            if not (folder / "queries.jsonl").is_file() or not mark.is_file() or \
+                    json.loads(mark.read_text(encoding="utf-8")) != generated_mark(n, kinds, seed):
+                make_dataset(folder, n, kinds, seed)  # absent, or drawn by another version of the generator
             out.append(folder)
         else:
             folder = Path(spec)
