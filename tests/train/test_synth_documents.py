@@ -25,7 +25,7 @@ def test_dataset_is_well_formed_and_deterministic(tmp_path):
         assert len(r["boxes"]) == len(r["text_heights"]) == len(r["answer_text"])
         for x0, y0, x1, y1 in r["boxes"]:
             assert 0 <= x0 < x1 <= w and 0 <= y0 < y1 <= h
-        assert "?" in r["query"] and r["key"]
+        assert ("?" in r["query"] or r["key"] == "find") and r["key"]
     assert sum(bool(r.get("repeated_value")) for r in rows) <= len(rows)
     assert json.loads((a / GENERATED_MARK).read_text())["generator"] == "foveate.synth.documents"
 
@@ -35,7 +35,10 @@ def test_form_questions_quote_a_printed_label_and_point_at_its_value(tmp_path):
     the label or to its right, and fields whose values look alike (two dates) are told apart only by the label."""
     folder = make_dataset(tmp_path, 6, kinds=("form",), seed=2)
     rows = [json.loads(x) for x in (folder / "queries.jsonl").read_text().splitlines()]
-    assert rows and all(r["kind"] == "form" and r["key"] == "field" for r in rows)
+    assert rows and all(r["kind"] == "form" and r["key"] in ("field", "find") for r in rows)
+    finds = [r for r in rows if r["key"] == "find"]
+    assert finds and all(f'"{r["answer_text"][0]}"' in r["query"] for r in finds)  # the text asked for is the answer
+    rows = [r for r in rows if r["key"] == "field"]
     for r in rows:
         assert r["key_text"] in r["query"] and r["key_text"] not in r["answer_text"][0]
         assert len(r["boxes"]) == 1
@@ -44,8 +47,9 @@ def test_form_questions_quote_a_printed_label_and_point_at_its_value(tmp_path):
         per_page.setdefault(r["image"], []).append(tuple(r["boxes"][0]))
     for boxes in per_page.values():  # one field, one box: no two questions of a page share an answer
         assert len(set(boxes)) == len(boxes)
-    labels = [it.text.rstrip(":").upper() for it in form(random.Random(0)).items if it.role is None]
-    fields = [it.role.split("|")[1].upper() for it in form(random.Random(0)).items if it.role]
+    items = form(random.Random(0)).items
+    labels = [it.text.rstrip(":").upper() for it in items if not it.role or it.role.startswith("find|")]
+    fields = [it.role.split("|")[1].upper() for it in items if it.role and it.role.startswith("field|")]
     assert set(fields) <= set(labels)  # every value's label is printed on the page
 
 

@@ -55,6 +55,8 @@ QUESTIONS: dict[str, tuple[str, ...]] = {
     "item_price": ("How much did the {item} cost?", "What was the price of the {item}?",
                    "What is the amount for {item}?"),
     "item_qty": ("How many {item} were bought?", "What quantity of {item} was ordered?"),
+    "find": ('Where does it say "{item}"?', 'Find the text "{item}".', 'Which line reads "{item}"?',
+             'Point to "{item}".', 'Where is "{item}" written?', 'Locate the words "{item}".'),
     "field": ("What is the {item}?", 'What was entered for "{item}"?', 'What is the value of "{item}"?',
               "What does the form give as the {item}?", "What is filled in for {item}?",
               "What is the {item} on this form?"),
@@ -329,9 +331,15 @@ FORM_FIELDS: tuple[tuple[tuple[str, ...], Callable[[random.Random], str]], ...] 
 )
 
 
+def _find(r: random.Random, text: str, p: float = 0.25) -> str | None:
+    """A label asked for itself ("Where does it say "Region"?") with probability ``p``."""
+    return f"find|{text}" if r.random() < p else None
+
+
 def form(r: random.Random) -> Doc:
     """A fill-in form: title, a line of instructions, then 8-16 labelled fields in one or two columns -- the value
-    right after its label, in an aligned column, below it, or in a grid of ruled cells -- some left blank."""
+    right after its label, in an aligned column, below it, or in a grid of ruled cells -- some left blank.  Besides
+    the fields' questions, some of its printed text (title, header, a label) is asked for itself: ``find``."""
     w = 850
     body, bold = V.pick_fonts(r)
     typed = V.pick_fonts(r, mono=True)[0] if r.random() < 0.5 else body
@@ -341,14 +349,16 @@ def form(r: random.Random) -> Doc:
     m = r.randint(40, 90)
     y = r.randint(40, 80)
     if r.random() < 0.5:
-        items.append(Item(V.company(r), m, y, int(s * 1.4), bold))
+        name = V.company(r)
+        items.append(Item(name, m, y, int(s * 1.4), bold, role=f"find|{name}"))
         y += s * 2.2
-    items.append(Item(r.choice(["REQUEST FORM", "Application Form", "EXPENSE REPORT", "ORDER FORM", "Registration",
-                                "TRANSMITTAL SHEET", "Change Request"]), w / 2, y, int(s * 1.8), bold, "c"))
+    title = r.choice(["REQUEST FORM", "Application Form", "EXPENSE REPORT", "ORDER FORM", "Registration",
+                      "TRANSMITTAL SHEET", "Change Request"])
+    items.append(Item(title, w / 2, y, int(s * 1.8), bold, "c", f"find|{title}"))
     y += s * 3
-    items.append(Item(r.choice(["Please complete all fields and return to the office below.",
-                                "Print clearly. Incomplete forms will be returned.",
-                                "For internal use only."]), m, y, s - 1, body))
+    note = r.choice(["Please complete all fields and return to the office below.",
+                     "Print clearly. Incomplete forms will be returned.", "For internal use only."])
+    items.append(Item(note, m, y, s - 1, body, role=f"find|{note}" if r.random() < 0.5 else None))
     y += s * 2.5
     fields = []
     for labels, value in r.sample(FORM_FIELDS, r.randint(8, min(14, len(FORM_FIELDS)))):
@@ -367,7 +377,7 @@ def form(r: random.Random) -> Doc:
             for j, (label, value) in enumerate(row):
                 cx = m + j * cw
                 rules.append((cx, y, cx, y + rh))
-                items.append(Item(label, cx + 4, y + 3, max(9, int(s * 0.75)), body))
+                items.append(Item(label, cx + 4, y + 3, max(9, int(s * 0.75)), body, role=_find(r, label)))
                 if value is not None:  # a value wider than its cell is printed smaller
                     size = min(s, int(s * (cw - 12) / max(1.0, V.font(typed, s).getlength(value))))
                     items.append(Item(value, cx + 8, y + s * 1.5, max(8, size), typed, role=f"field|{label}"))
@@ -382,7 +392,7 @@ def form(r: random.Random) -> Doc:
         x, fy = m + c * col_w, ys[c]
         how = mode if r.random() < 0.8 else r.choice(["right", "column", "below"])
         text = label + (":" if r.random() < 0.6 else "")
-        items.append(Item(text, x, fy, s, bold if r.random() < 0.3 else body))
+        items.append(Item(text, x, fy, s, bold if r.random() < 0.3 else body, role=_find(r, text)))
         lw = V.font(body, s).getlength(text)
         vx, vy = {"right": (x + lw + s * r.uniform(0.6, 2.5), fy), "column": (x + max(lw + s, col_w * 0.38), fy),
                   "below": (x + s * r.uniform(0, 1.5), fy + s * 1.5)}[how]
@@ -450,8 +460,8 @@ def questions(doc: Doc, r: random.Random, max_questions: int = 10) -> list[dict]
             boxes, heights, answers = [box], [its[0].box[3] - its[0].box[1]], [" ".join(i.text for i in its)]
         else:
             boxes, heights, answers = [i.box for i in its], [i.box[3] - i.box[1] for i in its], [i.text for i in its]
-        q = {"query": text, "boxes": boxes, "text_heights": heights, "answer_text": answers, "type": "key_value",
-             "key": base}
+        q = {"query": text, "boxes": boxes, "text_heights": heights, "answer_text": answers,
+             "type": "find" if base == "find" else "key_value", "key": base}
         if base == "field":
             q["key_text"] = item  # the label the question quotes, as printed (FUNSD's field of the same name)
         if len(its) > 1 and base == "total":
@@ -463,7 +473,7 @@ def questions(doc: Doc, r: random.Random, max_questions: int = 10) -> list[dict]
 
 #: bumped whenever a kind's documents change for a seed (a layout changed); recorded in :data:`GENERATED_MARK`, and
 #: ``foveate train`` draws a cached set again when its mark does not match (:func:`generated_mark`)
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 
 #: the file that marks a data set as generated (``foveate train`` lets such sets teach the ranker but not choose
 #: the text term's display constants)
