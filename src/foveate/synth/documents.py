@@ -5,9 +5,10 @@ items with a role (``issuer``, ``date``, ``total``, ...); labels are optional an
 ``Label: value``, none), so that what a ranker learns is the *kind* of answer and where such answers sit, not one
 label's wording.  Questions are drawn from several phrasings per role (:data:`QUESTIONS`): on receipts, invoices
 and letters most quote no label ("How much was paid?", "Who issued it?"); on a form they quote the field's label
-("What was entered for "Region"?"), and only the label tells apart fields whose values look alike (two dates, two
-names).  :func:`make_dataset` writes a data set in the ``queries.jsonl`` format (answer
-boxes, text heights, answer texts; ``repeated_value`` where the answer is printed twice).
+("What was entered for "Region"?"; only the label tells apart fields whose values look alike, two dates, two names)
+or ask for a printed text itself ("Where does it say "Order Form"?").  :func:`make_dataset` writes a data set in
+the ``queries.jsonl`` format (answer boxes, text heights, answer texts; ``repeated_value`` where the answer is
+printed twice).
 """
 
 from __future__ import annotations
@@ -408,8 +409,8 @@ def form(r: random.Random) -> Doc:
 
 KINDS: dict[str, Callable[[random.Random], Doc]] = {"receipt": receipt, "invoice": invoice, "letter": letter,
                                                      "form": form}
-#: what ``foveate synth`` and ``synth:N`` draw unless told: the kinds the shipped weights were trained on (forms
-#: came later; ask for them by name, ``synth:N:receipt,invoice,letter,form``)
+#: what ``foveate synth`` and ``synth:N`` draw unless told: the documents ``synth:N`` drew before forms existed, the
+#: same ones for a seed (the shipped recipe names all four: ``synth:400:receipt,invoice,letter,form``)
 DEFAULT_KINDS = ("receipt", "invoice", "letter")
 
 
