@@ -31,8 +31,9 @@ def test_dataset_is_well_formed_and_deterministic(tmp_path):
 
 
 def test_form_questions_quote_a_printed_label_and_point_at_its_value(tmp_path):
-    """A form's question names its field's label; the answer is the value, not the label: a box of its own below
-    the label or to its right, and fields whose values look alike (two dates) are told apart only by the label."""
+    """A form's field question names its field's label and its answer is the value, not the label, in a box of its
+    own (no two questions of a page share one); a find question's answer is the text it quotes; every value's label
+    is printed on the page."""
     folder = make_dataset(tmp_path, 6, kinds=("form",), seed=2)
     rows = [json.loads(x) for x in (folder / "queries.jsonl").read_text().splitlines()]
     assert rows and all(r["kind"] == "form" and r["key"] in ("field", "find") for r in rows)

@@ -10,6 +10,7 @@ import pytest
 
 from foveate.eval.data import split_of
 from foveate.synth import make_dataset
+from foveate.synth.documents import GENERATED_MARK
 from foveate.train import TrainConfig, train
 from foveate.train.data import resolve_sources
 from foveate.weights import Weights
@@ -91,8 +92,6 @@ def test_bad_sources_are_clear_errors(tmp_path):
 
 
 def test_generated_sources_name_their_kinds_and_are_redrawn_when_the_generator_changed(tmp_path):
-    from foveate.synth.documents import GENERATED_MARK
-
     default, forms = resolve_sources(["synth:3", "synth:2:form"], tmp_path, 0)
     assert default.name == "synth-s0-n3" and forms.name == "synth-s0-n2-form"  # the default's name: the split's
     assert {json.loads(x)["kind"] for x in (forms / "queries.jsonl").read_text().splitlines()} == {"form"}

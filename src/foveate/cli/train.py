@@ -74,17 +74,19 @@ def train(
 def synth(
     output: Path = typer.Argument(..., help="Folder to write images/ and queries.jsonl into."),
     n: int = typer.Option(300, "--count", "-n", help="Documents to draw (kinds in turn)."),
-    kinds: str = typer.Option("receipt,invoice,letter", "--kinds",
-                              help="Comma-separated kinds: receipt, invoice, letter, form."),
+    kinds: str = typer.Option("", "--kinds", show_default=False,
+                              help="Comma-separated kinds: receipt, invoice, letter, form (default: the first three, "
+                                   "foveate.synth.documents.DEFAULT_KINDS)."),
     seed: int = typer.Option(0, "--seed", help="Everything drawn is a function of the seed."),
 ) -> None:
     """Write synthetic documents with natural questions and their answer boxes, as a data set that `foveate
     eval` and `foveate train` read."""
     from ..core.errors import FoveateError
     from ..synth import make_dataset
+    from ..synth.documents import DEFAULT_KINDS
 
     if n < 1:
         raise FoveateError("--count must be at least 1")
-    folder = make_dataset(output, n, tuple(k.strip() for k in kinds.split(",") if k.strip()), seed)
+    folder = make_dataset(output, n, tuple(k.strip() for k in kinds.split(",") if k.strip()) or DEFAULT_KINDS, seed)
     lines = sum(1 for _ in open(folder / "queries.jsonl", encoding="utf-8"))
     out.print(f"wrote {n} documents, {lines} questions to {folder}", highlight=False)
