@@ -200,3 +200,41 @@ def test_ensemble_averages_its_members_probabilities(page_texture):
     other = AnswerRanker(kind_embeddings=kinds, hidden=16)
     with pytest.raises(ValueError, match="different features"):
         RankerEnsemble([members[0], other])
+
+
+@pytest.mark.parametrize("question", ["What is the total due?", "Who issued the invoice?", "INVOICE NO", "zzzz"])
+def test_handset_features_are_what_the_handset_rule_paints(page_texture, question):
+    """The ranker's hand-set columns against the hand-set map's own record of what it painted on which line
+    (``LineMatch.painted``, filled by :func:`relevance_map`): per line, the match value and the most it received
+    to the right of a match (or continuing it) and below one."""
+    from foveate.query.text.layout import text_index
+    from foveate.query.text.match import match_lines, question_scores
+    from foveate.query.text.term import handset_features, relevance_map
+
+    index = text_index(page_texture)
+    m = match_lines(index, question)
+    relevance_map(index, m)
+    want = np.zeros((len(index.lines), 3), np.float32)
+    for j, rel, v in m.painted:
+        c = {"match": 0, "right": 1, "value continued": 1, "below": 2}[rel]
+        want[j, c] = max(want[j, c], v)
+    got = handset_features(index, *question_scores(index, question))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    assert (got[:, 0] > 0).any() == bool(m.painted)
+
+
+def test_a_ranker_reads_its_own_columns_by_name(page_texture):
+    """A ranker trained on fewer feature columns (a file from before a column was added) reads those columns out
+    of the full rows, in its order; a column this foveate does not compute is refused."""
+    from foveate.query.text.features import HANDSET_COLUMNS
+    from foveate.query.text.layout import text_index
+
+    kinds = np.random.default_rng(0).normal(size=(10, 384)).astype(np.float32)
+    index = text_index(page_texture)
+    full, _ = _random_ranker(0, kinds).features(index, "What is the total due?")
+    assert full.shape[1] == len(COLUMNS)
+    cols = tuple(reversed([c for c in COLUMNS if c not in HANDSET_COLUMNS]))
+    part, _ = AnswerRanker(columns=cols, kind_embeddings=kinds).features(index, "What is the total due?")
+    np.testing.assert_array_equal(part, full[:, [COLUMNS.index(c) for c in cols]])
+    with pytest.raises(ValueError, match="does not compute"):
+        AnswerRanker(columns=COLUMNS + ("no such column",), kind_embeddings=kinds)

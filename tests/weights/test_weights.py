@@ -144,6 +144,9 @@ def test_bad_files_are_typed_errors(tmp_path):
             load_weights(rewritten(f"height{bad}.safetensors", lambda m: m["text"].update(height=bad)))
     with pytest.raises(WeightsError, match="columns"):  # an extent model of other features
         load_weights(rewritten("extent.safetensors", lambda m: m["text"]["extent"].update(columns=["a", "b"])))
+    with pytest.raises(WeightsError, match="does not compute"):  # a ranker that reads a feature not computed here
+        load_weights(rewritten("ranker.safetensors",
+                               lambda m: m["text"]["ranker"].update(columns=m["text"]["ranker"]["columns"] + ["no such feature"])))
     truncated = tmp_path / "truncated.safetensors"
     truncated.write_bytes(data[: len(data) // 2])
     with pytest.raises(WeightsError):

@@ -126,12 +126,13 @@ def top_k_accuracy(ranker: AnswerRanker, groups: list[Group], k: int = 1) -> flo
 
 
 def fit_ranker(pages: list[Page], seed: int = 0, max_epochs: int = 12, lr: float = 3e-3, weight_decay: float = 1e-4,
-               hidden: int = 32, intent_dim: int = 8, log=print) -> tuple[AnswerRanker, dict]:
+               hidden: int = 32, intent_dim: int = 8, columns: tuple[str, ...] | None = None,
+               log=print) -> tuple[AnswerRanker, dict]:
     """Train a ranker on ``pages`` (the training split) for ``max_epochs`` epochs, the step size decaying from ``lr``
     to 0.  A tenth of the pages (by a seeded draw) is held out to choose the epoch; the returned ranker is the best
-    epoch's.  Returns (ranker, report)."""
+    epoch's; ``columns``: the feature columns it reads (default every one).  Returns (ranker, report)."""
     torch.manual_seed(seed)
-    ranker = AnswerRanker(hidden=hidden, intent_dim=intent_dim)
+    ranker = AnswerRanker(**({} if columns is None else {"columns": columns}), hidden=hidden, intent_dim=intent_dim)
     rng = random.Random(seed)  # draws the held-out pages, then every epoch's order
     hold, fit = held_out_pages(pages, rng)
     train_groups, hold_groups = build_groups(fit, ranker), build_groups(hold, ranker)

@@ -10,7 +10,9 @@ Where is the answer to a question on a page?  A line is a good candidate when
   and it sits where such answers sit (a header, a right-aligned column, the last amount of the page):
   :func:`line_features` describe every line once per page, and :func:`intent_features` say how much the
   question sounds like each kind of answer (MiniLM similarity to a short description of each kind, so an
-  unseen phrasing of "how much was paid?" still lands near "an amount of money").
+  unseen phrasing of "how much was paid?" still lands near "an amount of money");
+* the hand-set rule paints it: as a match, or as the value right of or below a matched label
+  (:data:`HANDSET_COLUMNS`, computed by :func:`.term.handset_features`).
 
 No feature names a form's label or a data set's layout: what the ranker learns from them has to carry to
 documents of kinds it was not trained on.  Column names are recorded in the weights file, so a ranker and the
@@ -58,8 +60,11 @@ RELATION_COLUMNS = (
 )
 INTENT_COLUMNS = tuple(f"ask:{k}" for k in ANSWER_KINDS)
 LINE_KIND_COLUMNS = tuple(f"is:{k}" for k in ANSWER_KINDS)
+#: what the hand-set rule paints on the line (:func:`.term.handset_features`): as a match, as a value right of one
+#: (or continuing it), as a value below one
+HANDSET_COLUMNS = ("handset_match", "handset_right", "handset_below")
 #: every column of a feature row, in order
-COLUMNS = CONTENT_COLUMNS + LAYOUT_COLUMNS + RELATION_COLUMNS + INTENT_COLUMNS + LINE_KIND_COLUMNS
+COLUMNS = CONTENT_COLUMNS + LAYOUT_COLUMNS + RELATION_COLUMNS + INTENT_COLUMNS + LINE_KIND_COLUMNS + HANDSET_COLUMNS
 
 
 def content_features(text: str) -> list[float]:
@@ -202,9 +207,10 @@ def intent_features(query_embedding: np.ndarray, kind_embeddings: np.ndarray) ->
     return (kind_embeddings @ query_embedding).astype(np.float32)
 
 
-def feature_rows(line_feats: np.ndarray, relations: np.ndarray, intent: np.ndarray) -> np.ndarray:
+def feature_rows(line_feats: np.ndarray, relations: np.ndarray, intent: np.ndarray,
+                 handset: np.ndarray) -> np.ndarray:
     """Assemble (N, len(COLUMNS)) rows in :data:`COLUMNS` order from the per-page, per-query parts."""
     n = len(line_feats)
     c, lay = len(CONTENT_COLUMNS), len(LAYOUT_COLUMNS)
     return np.concatenate([line_feats[:, : c + lay], relations, np.broadcast_to(intent, (n, len(intent))),
-                           line_feats[:, c + lay:]], 1).astype(np.float32)
+                           line_feats[:, c + lay:], handset], 1).astype(np.float32)

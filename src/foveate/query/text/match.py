@@ -197,9 +197,14 @@ def question_scores(index: TextIndex, text: str) -> tuple[np.ndarray, np.ndarray
     return lex, cos
 
 
+def semantic_scores(cosine: np.ndarray) -> np.ndarray:
+    """MiniLM cosines mapped to semantic scores: :data:`SEM_LOW` -> 0, :data:`SEM_HIGH` and above -> :data:`SEM_MAX`."""
+    return (SEM_MAX * np.clip((cosine - SEM_LOW) / (SEM_HIGH - SEM_LOW), 0.0, 1.0)).astype(np.float32)
+
+
 def match_lines(index: TextIndex, text: str) -> LineMatch:
     lex, cos = question_scores(index, text)
-    sem = (SEM_MAX * np.clip((cos - SEM_LOW) / (SEM_HIGH - SEM_LOW), 0.0, 1.0)).astype(np.float32)
+    sem = semantic_scores(cos)
     return LineMatch(lex, cos, sem, np.maximum(lex, sem), [])
 
 

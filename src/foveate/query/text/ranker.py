@@ -50,6 +50,11 @@ class AnswerRanker(nn.Module):
                  hidden: int = 32, kind_embeddings: np.ndarray | None = None) -> None:
         super().__init__()
         self.columns, self.kinds = tuple(columns), tuple(kinds)
+        unknown = [c for c in self.columns if c not in COLUMNS]
+        if unknown:  # a file from a foveate with other features: its rows cannot be computed here
+            raise ValueError(f"the answer ranker reads feature columns this foveate does not compute: {unknown[:5]}")
+        # the columns it reads, out of the full rows (a ranker trained before a column was added reads the others)
+        self._take = None if self.columns == COLUMNS else np.array([COLUMNS.index(c) for c in self.columns])
         f = len(self.columns)
         self.intent_dim, self.hidden = int(intent_dim), int(hidden)
         emb = embed_texts(list(self.kinds)) if kind_embeddings is None else np.asarray(kind_embeddings, np.float32)
@@ -111,7 +116,10 @@ class AnswerRanker(nn.Module):
         return np.append(s, none).astype(np.float32)
 
     def features(self, index: TextIndex, text: str) -> tuple[np.ndarray, np.ndarray]:
-        """The feature rows (N, F) of every line of ``index`` for question ``text``, and its embedding (384,)."""
+        """The feature rows (N, F) of every line of ``index`` for question ``text`` (the ranker's :attr:`columns`),
+        and its embedding (384,)."""
+        from .term import handset_features
+
         kinds = self._arrays()["kind_embeddings"]
         key = ("line_features", kinds.tobytes())  # the features depend on the embeddings, not only on their names
         lf = index.cache.get(key)
@@ -119,8 +127,9 @@ class AnswerRanker(nn.Module):
             lf = index.cache[key] = line_features(index, kinds)
         eq = embed_query(text)
         lex, cos = question_scores(index, text)
-        rows = feature_rows(lf, relation_features(index.boxes, lex, cos), intent_features(eq, kinds))
-        return rows, eq
+        rows = feature_rows(lf, relation_features(index.boxes, lex, cos), intent_features(eq, kinds),
+                            handset_features(index, lex, cos))
+        return (rows if self._take is None else np.ascontiguousarray(rows[:, self._take])), eq
 
     def probabilities(self, index: TextIndex, text: str) -> np.ndarray:
         """(N,) how likely each line holds the answer (the softmax over the lines and the no-line option, without

@@ -22,7 +22,7 @@ import numpy as np
 from ..terms import QueryTerm, register_query_term
 from .group import paint_boxes
 from .layout import TextIndex, text_index
-from .match import MATCH_THRESHOLD, LineMatch, match_lines
+from .match import MATCH_THRESHOLD, LineMatch, match_lines, semantic_scores
 
 if TYPE_CHECKING:
     from ...core.texture import Texture
@@ -55,6 +55,39 @@ def paint_values(score: np.ndarray) -> np.ndarray:
     return np.where((score >= MATCH_THRESHOLD) & (v >= MIN_PAINT), v, 0.0).astype(np.float32)
 
 
+def spread_lines(index: TextIndex, i: int, v: float) -> list[tuple[str, int, float]]:
+    """Where the value of line ``i`` (painted value ``v``) may sit, as ``(relation, line, value)``: the lines to its
+    right on the same row, the lines continuing the first one's block, the chain of lines below it
+    (:data:`SPREAD`, :data:`RIGHT_STEPS` ...)."""
+    out = []
+    for rel, nxt, steps, decay in (("right", index.right, RIGHT_STEPS, RIGHT_DECAY),
+                                   ("below", index.below, BELOW_STEPS, BELOW_DECAY),
+                                   ("value continued", index.cont, BLOCK_STEPS, RIGHT_DECAY)):
+        start = int(index.right[i]) if rel == "value continued" else i
+        j, val = int(nxt[start]) if start >= 0 else -1, v * SPREAD[rel]
+        for _ in range(steps):
+            if j < 0 or j == i:
+                break
+            out.append((rel, j, val))
+            j, val = int(nxt[j]), val * decay
+    return out
+
+
+def handset_features(index: TextIndex, lexical: np.ndarray, cosine: np.ndarray) -> np.ndarray:
+    """What the hand-set rule paints on each line for a question, as features of the answer ranker
+    (:data:`.features.HANDSET_COLUMNS`): the line's own painted value (:func:`paint_values` of the hand-set match)
+    and the most it receives as the value of a matched line to its left (``right`` and ``value continued``) and
+    above it (``below``).  ``lexical``, ``cosine``: :func:`.match.question_scores`.  (N, 3) float32."""
+    vals = paint_values(np.maximum(lexical, semantic_scores(cosine)))
+    out = np.zeros((len(vals), 3), np.float32)
+    out[:, 0] = vals
+    for i in np.nonzero(vals)[0]:
+        for rel, j, val in spread_lines(index, int(i), float(vals[i])):
+            c = 2 if rel == "below" else 1
+            out[j, c] = max(out[j, c], val)
+    return out
+
+
 def relevance_map(index: TextIndex, m: LineMatch) -> np.ndarray:
     """Paint the matched lines and where their values sit on the level-0 grid: (gh, gw) float32 in [0, 1].
 
@@ -73,16 +106,7 @@ def relevance_map(index: TextIndex, m: LineMatch) -> np.ndarray:
         parts = [("match", i, (x0, y0, x1, y1), v),
                  ("band", i, (x1, y0 - 0.3 * lh, min(w_img, x1 + BAND_HEIGHTS * lh), y1 + 0.3 * lh), v * SPREAD["band"]),
                  ("strip", i, (x0, y1, x1 + 2 * lh, min(h_img, y1 + STRIP_HEIGHTS * lh)), v * SPREAD["strip"])]
-        for rel, nxt, steps, decay in (("right", index.right, RIGHT_STEPS, RIGHT_DECAY),
-                                       ("below", index.below, BELOW_STEPS, BELOW_DECAY),
-                                       ("value continued", index.cont, BLOCK_STEPS, RIGHT_DECAY)):
-            start = int(index.right[i]) if rel == "value continued" else i
-            j, val = int(nxt[start]) if start >= 0 else -1, v * SPREAD[rel]
-            for _ in range(steps):
-                if j < 0 or j == i:
-                    break
-                parts.append((rel, j, tuple(index.boxes[j]), val))
-                j, val = int(nxt[j]), val * decay
+        parts += [(rel, j, tuple(index.boxes[j]), val) for rel, j, val in spread_lines(index, i, v)]
         for rel, j, box, val in parts:
             if rel not in ("band", "strip"):  # OCR boxes hug the ink: pad them (ascenders, underlines, margins)
                 pad = PAD * (box[3] - box[1])
