@@ -20,3 +20,4 @@ def test_cli_synth_draws_the_default_kinds_unless_told(tmp_path):
     assert {x["kind"] for x in rows} == {"form", "letter"}
     r = run("synth", tmp_path / "bad", "--kinds", "poem")
     assert r.returncode != 0 and "unknown document kind" in r.stdout + r.stderr
+    assert not (tmp_path / "bad").exists()  # refused before anything is written

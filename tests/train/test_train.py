@@ -87,8 +87,9 @@ def test_bad_sources_are_clear_errors(tmp_path):
         train(TrainConfig((str(tmp_path),), tmp_path / "w.safetensors", cache=tmp_path / "c"), log=lambda m: None)
     with pytest.raises(DatasetError, match="synth:N"):
         train(TrainConfig(("synth:many",), tmp_path / "w.safetensors", cache=tmp_path / "c"), log=lambda m: None)
-    with pytest.raises(DatasetError, match="kinds must be among"):
-        resolve_sources(["synth:2:poem"], tmp_path / "c", 0)
+    for bad in ("synth:2:poem", "synth:2:", "synth:2:form,poem"):
+        with pytest.raises(DatasetError, match="kinds must be among"):
+            resolve_sources([bad], tmp_path / "c", 0)
 
 
 def test_generated_sources_name_their_kinds_and_are_redrawn_when_the_generator_changed(tmp_path):
@@ -98,6 +99,10 @@ def test_generated_sources_name_their_kinds_and_are_redrawn_when_the_generator_c
     mark = forms / GENERATED_MARK
     old = json.loads(mark.read_text())
     mark.write_text(json.dumps({**old, "version": old["version"] - 1}))  # drawn by an older generator
+    (forms / "queries.jsonl").write_text("stale\n")
+    resolve_sources(["synth:2:form"], tmp_path, 0)
+    assert json.loads(mark.read_text()) == old and "stale" not in (forms / "queries.jsonl").read_text()
+    mark.write_text("{not json")  # a mark cut short: drawn again, not a crash
     (forms / "queries.jsonl").write_text("stale\n")
     resolve_sources(["synth:2:form"], tmp_path, 0)
     assert json.loads(mark.read_text()) == old and "stale" not in (forms / "queries.jsonl").read_text()

@@ -83,10 +83,10 @@ def synth(
     eval` and `foveate train` read."""
     from ..core.errors import FoveateError
     from ..synth import make_dataset
-    from ..synth.documents import DEFAULT_KINDS
+    from ..synth.documents import DEFAULT_KINDS, parse_kinds
 
     if n < 1:
         raise FoveateError("--count must be at least 1")
-    folder = make_dataset(output, n, tuple(k.strip() for k in kinds.split(",") if k.strip()) or DEFAULT_KINDS, seed)
+    folder = make_dataset(output, n, parse_kinds(kinds) if kinds.strip() else DEFAULT_KINDS, seed)
     lines = sum(1 for _ in open(folder / "queries.jsonl", encoding="utf-8"))
     out.print(f"wrote {n} documents, {lines} questions to {folder}", highlight=False)

@@ -414,6 +414,22 @@ KINDS: dict[str, Callable[[random.Random], Doc]] = {"receipt": receipt, "invoice
 DEFAULT_KINDS = ("receipt", "invoice", "letter")
 
 
+def check_kinds(kinds: tuple[str, ...]) -> tuple[str, ...]:
+    """``kinds`` if it names at least one kind and only kinds of :data:`KINDS`, else a ``ConfigError``."""
+    unknown = set(kinds) - set(KINDS)
+    if unknown or not kinds:
+        from ..core.errors import ConfigError
+
+        what = f"unknown document kind(s) {sorted(unknown)}" if unknown else "no document kind"
+        raise ConfigError(f"{what}; choose from {', '.join(KINDS)}")
+    return kinds
+
+
+def parse_kinds(text: str) -> tuple[str, ...]:
+    """Kinds written comma-separated (``"form, letter"``), checked (:func:`check_kinds`)."""
+    return check_kinds(tuple(k.strip() for k in text.split(",") if k.strip()))
+
+
 def render(doc: Doc, r: random.Random) -> np.ndarray:
     """Draw the document (grey ink on paper, optional blur and sensor noise; a receipt often photographed on a
     tinted background) and fill every item's pixel box.  Returns (H, W, 3) uint8."""
@@ -490,13 +506,9 @@ def generated_mark(n: int, kinds: tuple[str, ...], seed: int) -> dict:
 
 def make_dataset(out: str | Path, n: int, kinds: tuple[str, ...] = DEFAULT_KINDS, seed: int = 0) -> Path:
     """Write ``n`` documents (kinds in turn) as PNG images plus ``queries.jsonl``; a function of ``seed``."""
+    check_kinds(kinds)
     out = Path(out)
     (out / "images").mkdir(parents=True, exist_ok=True)
-    unknown = set(kinds) - set(KINDS)
-    if unknown:
-        from ..core.errors import ConfigError
-
-        raise ConfigError(f"unknown document kind(s) {sorted(unknown)}; choose from {', '.join(KINDS)}")
     lines = []
     for i in range(n):
         kind = kinds[i % len(kinds)]

@@ -50,10 +50,19 @@ class Page:
     generated: bool = False  # from a set ``foveate synth`` wrote
 
 
+def _mark(path: Path) -> dict | None:
+    """A generated set's mark, ``None`` when it is missing or unreadable (the set is then drawn again)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
 def resolve_sources(specs: list[str], cache: Path, seed: int) -> list[Path]:
     """Folders for ``specs``: existing folders as they are, ``synth:N`` generated into ``cache`` (once)."""
+    from ..core.errors import ConfigError
     from ..synth import make_dataset
-    from ..synth.documents import DEFAULT_KINDS, GENERATED_MARK, KINDS, generated_mark
+    from ..synth.documents import DEFAULT_KINDS, GENERATED_MARK, KINDS, generated_mark, parse_kinds
 
     out = []
     for spec in specs:
@@ -66,14 +75,14 @@ def resolve_sources(specs: list[str], cache: Path, seed: int) -> list[Path]:
                                    "e.g. synth:300") from None
             if n < 1:
                 raise DatasetError(f"{spec!r}: N must be at least 1")
-            kinds = tuple(k.strip() for k in rest[0].split(",") if k.strip()) if rest else DEFAULT_KINDS
-            if not kinds or set(kinds) - set(KINDS):
-                raise DatasetError(f"{spec!r}: kinds must be among {', '.join(KINDS)}")
+            try:
+                kinds = parse_kinds(rest[0]) if rest else DEFAULT_KINDS
+            except ConfigError:
+                raise DatasetError(f"{spec!r}: kinds must be among {', '.join(KINDS)}") from None
             # the default kinds keep the name they always had: the split hashes the set's name
             folder = cache / (f"synth-s{seed}-n{n}" + ("" if kinds == DEFAULT_KINDS else "-" + "+".join(kinds)))
-            mark = folder / GENERATED_MARK
-            if not (folder / "queries.jsonl").is_file() or not mark.is_file() or \
-                    json.loads(mark.read_text(encoding="utf-8")) != generated_mark(n, kinds, seed):
+            mark = _mark(folder / GENERATED_MARK)
+            if not (folder / "queries.jsonl").is_file() or mark != generated_mark(n, kinds, seed):
                 make_dataset(folder, n, kinds, seed)  # absent, or drawn by another version of the generator
             out.append(folder)
         else:
