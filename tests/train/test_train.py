@@ -130,6 +130,40 @@ def test_several_rankers_are_averaged(tiny_run, tmp_path):
 
 
 @pytest.mark.slow
+def test_the_text_term_is_judged_on_maps_of_a_ranker_that_never_saw_the_page(tiny_run):
+    """The text term's constants are chosen on training pages, each painted by the cross-fitting ranker of the
+    *other* half (:func:`cross_fit_records`): the same records, page by page, as scoring each half with that ranker
+    by hand -- and not those of the final ranker, which trained on every one of them."""
+    import dataclasses
+
+    from foveate.core.config import EncodeConfig
+    from foveate.query.text.ranker import AnswerRanker
+    from foveate.train.data import by_split, load_pages
+    from foveate.train.evaluate import records
+    from foveate.train.run import _cross_fit_halves, cross_fit_records
+
+    cfg, res = tiny_run
+    assert res.report["scorer"]["text_term_search"]["cross_fitted"] is True
+    pages, _ = load_pages(resolve_sources(list(cfg.sources), cfg.cache, 0), cfg.cache, EncodeConfig(), 0)
+    train_p = by_split(pages, "train")
+    import torch
+
+    torch.manual_seed(3)
+    rankers = [res.weights.ranker, AnswerRanker().eval()]  # the learned one for half 0, an untrained one for half 1
+    named = {"w": res.weights}
+    kw = dict(floor="off", prompts=False)
+    got = cross_fit_records(train_p, named, (64,), train_p, rankers, 0, **kw)
+    want = []
+    for half, ranker in zip(_cross_fit_halves(len(train_p), 0), rankers):
+        want += records([train_p[i] for i in half], {"w": dataclasses.replace(res.weights, ranker=ranker, _scorers={})},
+                        (64,), **kw)
+    key = lambda r: json.dumps(r, sort_keys=True, default=str)  # noqa: E731
+    assert sorted(map(key, got)) == sorted(map(key, want)) and len(got) == len(want) > 0
+    assert sorted(map(key, got)) != sorted(map(key, records(train_p, named, (64,), **kw)))  # not the final ranker's
+    assert cross_fit_records(train_p, named, (64,), train_p, None, 0, **kw) == records(train_p, named, (64,), **kw)
+
+
+@pytest.mark.slow
 def test_the_ranker_runs_every_epoch_and_keeps_the_best_held_out_one(tiny_run):
     """The step size decays to 0 over ``max_epochs``: every epoch runs (no early stop), and the ranker returned is the
     epoch with the lowest held-out loss, which its report names."""
@@ -169,6 +203,7 @@ def test_from_keeps_the_ranker_and_scorer_and_refits_the_text_term(tiny_run, tmp
     assert b.level_prior == pytest.approx(a.level_prior, rel=1e-6)
     assert b.extent is not None and again.report["extent"] == json.loads(json.dumps(res.report["extent"]))  # refitted alike
     search = again.report["scorer"]["text_term_search"]
+    assert search["cross_fitted"] is False  # the file kept has no cross-fitting rankers: its own ranker paints
     assert len(search["tried"]) == len(TEXT_WEIGHTS) * len(TEXT_SHARPNESS) + len(TEXT_FILLS)
     assert b.query["text"] in TEXT_WEIGHTS and b.text_sharpness in TEXT_SHARPNESS
     assert b.text_fill in (0.0, *TEXT_FILLS) and f"fill={b.text_fill:g}" in search["chosen"]
