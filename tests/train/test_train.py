@@ -136,6 +136,8 @@ def test_the_text_term_is_judged_on_maps_of_a_ranker_that_never_saw_the_page(tin
     by hand -- and not those of the final ranker, which trained on every one of them."""
     import dataclasses
 
+    import torch
+
     from foveate.core.config import EncodeConfig
     from foveate.query.text.ranker import AnswerRanker
     from foveate.train.data import by_split, load_pages
@@ -146,8 +148,6 @@ def test_the_text_term_is_judged_on_maps_of_a_ranker_that_never_saw_the_page(tin
     assert res.report["scorer"]["text_term_search"]["cross_fitted"] is True
     pages, _ = load_pages(resolve_sources(list(cfg.sources), cfg.cache, 0), cfg.cache, EncodeConfig(), 0)
     train_p = by_split(pages, "train")
-    import torch
-
     torch.manual_seed(3)
     rankers = [res.weights.ranker, AnswerRanker().eval()]  # the learned one for half 0, an untrained one for half 1
     named = {"w": res.weights}
