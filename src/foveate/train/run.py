@@ -154,23 +154,28 @@ def cross_fit_records(pages: list[Page], named: dict[str, Weights], budgets, tra
     file has no cross-fitted rankers): ``named`` as they are."""
     if cross is None:
         return records(pages, named, budgets, **kw)
-    half_of = {id(train_pages[i]): k for k, half in enumerate(_cross_fit_halves(len(train_pages), seed)) for i in half}
     out: list[dict] = []
-    for k, ranker in enumerate(cross):
-        part = [p for p in pages if half_of[id(p)] == k]
+    for half, swapped in _cross_fitted(train_pages, cross, seed, named):
+        in_half = {id(train_pages[i]) for i in half}
+        part = [p for p in pages if id(p) in in_half]
         if part:
-            out += records(part, {n: dataclasses.replace(w, ranker=ranker, _scorers={}) for n, w in named.items()},
-                           budgets, **kw)
+            out += records(part, swapped, budgets, **kw)
     return out
+
+
+def _cross_fitted(train_pages: list[Page], cross: list[object], seed: int,
+                  named: dict[str, Weights]) -> list[tuple[list[int], dict[str, Weights]]]:
+    """Each half of the training pages (indices), with ``named`` whose ranker is the one fitted on the other half."""
+    return [(half, {n: dataclasses.replace(w, ranker=ranker, _scorers={}) for n, w in named.items()})
+            for half, ranker in zip(_cross_fit_halves(len(train_pages), seed), cross)]
 
 
 def _cross_fit_scorers(train_pages: list[Page], final: Weights, cross: list[object], seed: int) -> dict[int, object]:
     """For each training page, a scorer whose ranker was fitted on the other half of the training pages."""
     scorers: dict[int, object] = {}
-    for half, ranker in zip(_cross_fit_halves(len(train_pages), seed), cross):
-        w = dataclasses.replace(final, ranker=ranker, _scorers={})
+    for half, swapped in _cross_fitted(train_pages, cross, seed, {"final": final}):
         for i in half:
-            scorers[i] = w.scorer(train_pages[i].texture.channels)
+            scorers[i] = swapped["final"].scorer(train_pages[i].texture.channels)
     return scorers
 
 
