@@ -8,10 +8,11 @@ import random
 
 import numpy as np
 import pytest
-from PIL import Image
+from PIL import Image, ImageDraw
 
 from foveate.synth import KINDS, make_dataset
-from foveate.synth.documents import GENERATED_MARK, form
+from foveate.synth.documents import GENERATED_MARK, _scanned, form, render
+from foveate.synth.vocab import font
 
 
 def test_dataset_is_well_formed_and_deterministic(tmp_path):
@@ -34,24 +35,60 @@ def test_form_questions_quote_a_printed_label_and_point_at_its_value(tmp_path):
     """A form's field question names its field's label and its answer is the value, not the label, in a box of its
     own (no two questions of a page share one); a find question's answer is the text it quotes; every value's label
     is printed on the page."""
-    folder = make_dataset(tmp_path, 6, kinds=("form",), seed=2)
+    folder = make_dataset(tmp_path, 12, kinds=("form",), seed=2)
     rows = [json.loads(x) for x in (folder / "queries.jsonl").read_text().splitlines()]
     assert rows and all(r["kind"] == "form" and r["key"] in ("field", "find") for r in rows)
     finds = [r for r in rows if r["key"] == "find"]
     assert finds and all(f'"{r["answer_text"][0]}"' in r["query"] for r in finds)  # the text asked for is the answer
     rows = [r for r in rows if r["key"] == "field"]
     for r in rows:
-        assert r["key_text"] in r["query"] and r["key_text"] not in r["answer_text"][0]
-        assert len(r["boxes"]) == 1
+        assert r["key_text"] in r["query"] and all(r["key_text"] not in a for a in r["answer_text"])
+    assert any(len(r["boxes"]) > 1 for r in rows)  # a table's column: one question, several boxes
     per_page: dict[str, list] = {}
     for r in rows:
-        per_page.setdefault(r["image"], []).append(tuple(r["boxes"][0]))
-    for boxes in per_page.values():  # one field, one box: no two questions of a page share an answer
+        per_page.setdefault(r["image"], []).extend(tuple(b) for b in r["boxes"])
+    for boxes in per_page.values():  # no two questions of a page share an answer box
         assert len(set(boxes)) == len(boxes)
     items = form(random.Random(0)).items
     labels = [it.text.rstrip(":").upper() for it in items if not it.role or it.role.startswith("find|")]
     fields = [it.role.split("|")[1].upper() for it in items if it.role and it.role.startswith("field|")]
     assert set(fields) <= set(labels)  # every value's label is printed on the page
+
+
+def test_a_form_tables_column_is_asked_by_its_header():
+    """A question with several boxes is a table's column: every box lies below the header the question quotes, in
+    that header's column (the header with the nearest left edge at or left of the cell's centre)."""
+    seen = 0
+    for seed in range(12):
+        r = random.Random(seed)
+        doc = form(r)
+        render(doc, r)
+        cells: dict[str, list] = {}
+        for it in doc.items:
+            if it.role and it.role.startswith("field|"):
+                cells.setdefault(it.role.split("|", 1)[1], []).append(it)
+        for label, its in cells.items():
+            if len(its) < 2:
+                continue
+            seen += 1
+            header = next(it for it in doc.items if it.text == label and not (it.role or "").startswith("field|"))
+            row = [it for it in doc.items if abs(it.box[1] - header.box[1]) < 3 and it.font == header.font
+                   and not (it.role or "").startswith("field|")]
+            for c in its:
+                assert c.box[1] > header.box[3]
+                centre = (c.box[0] + c.box[2]) / 2
+                assert max((h for h in row if h.box[0] <= centre), key=lambda h: h.box[0]) is header
+    assert seen >= 3
+
+
+def test_a_scanned_form_keeps_its_size_and_its_ink_where_the_text_is():
+    """A faxed page is drawn at the page's size (so the answer boxes stay valid) and its text stays dark."""
+    im = Image.new("L", (300, 120), 250)
+    ImageDraw.Draw(im).text((20, 40), "Invoice 12345", fill=20, font=font(None, 24))
+    for seed in range(4):
+        out = np.asarray(_scanned(im.copy(), random.Random(seed)), np.float32)
+        assert out.shape == (120, 300)
+        assert out[40:70, 20:200].mean() < out[90:, :].mean() - 20  # the text is still darker than blank paper
 
 
 def test_unknown_kind(tmp_path):

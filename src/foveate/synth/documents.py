@@ -339,8 +339,10 @@ def _find(r: random.Random, text: str, p: float = 0.25) -> str | None:
 
 def form(r: random.Random) -> Doc:
     """A fill-in form: title, a line of instructions, then 8-16 labelled fields in one or two columns -- the value
-    right after its label, in an aligned column, below it, or in a grid of ruled cells -- some left blank.  Besides
-    the fields' questions, some of its printed text (title, header, a label) is asked for itself: ``find``."""
+    right after its label (often close enough to make one OCR line, "Label: value"), in an aligned column, below
+    it, or in a grid of ruled cells -- some left blank; half the forms end with a table whose headers are asked for
+    their whole column (:func:`_table`), and half look faxed or photocopied (:func:`_scanned`).  Besides the
+    fields' questions, some of its printed text (title, header, a label) is asked for itself: ``find``."""
     w = 850
     body, bold = V.pick_fonts(r)
     typed = V.pick_fonts(r, mono=True)[0] if r.random() < 0.5 else body
@@ -367,7 +369,7 @@ def form(r: random.Random) -> Doc:
             label = label.upper() if r.random() < 0.4 else label
             fields.append((label, value(r) if r.random() > 0.15 else None))  # some fields left blank
     r.shuffle(fields)
-    mode = r.choice(["right", "column", "below", "grid"])
+    mode = r.choice(["right", "column", "below", "grid", "inline"])
     if mode == "grid":
         i = 0
         while i < len(fields):
@@ -384,6 +386,8 @@ def form(r: random.Random) -> Doc:
                     items.append(Item(value, cx + 8, y + s * 1.5, max(8, size), typed, role=f"field|{label}"))
             rules.append((w - m, y, w - m, y + rh))
             y += rh
+        if r.random() < 0.5:
+            y = _table(r, items, rules, m, w, y + s * 2, s, body, bold, typed, {f[0] for f in fields})
         return Doc("form", w, int(max(600, y + r.randint(40, 200))), items, rules)
     two = r.random() < 0.5
     col_w = (w - 2 * m) / (2 if two else 1)
@@ -391,12 +395,13 @@ def form(r: random.Random) -> Doc:
     for k, (label, value) in enumerate(fields):
         c = k % 2 if two else 0
         x, fy = m + c * col_w, ys[c]
-        how = mode if r.random() < 0.8 else r.choice(["right", "column", "below"])
+        how = mode if r.random() < 0.8 else r.choice(["right", "column", "below", "inline"])
         text = label + (":" if r.random() < 0.6 else "")
         items.append(Item(text, x, fy, s, bold if r.random() < 0.3 else body, role=_find(r, text)))
         lw = V.font(body, s).getlength(text)
         vx, vy = {"right": (x + lw + s * r.uniform(0.6, 2.5), fy), "column": (x + max(lw + s, col_w * 0.38), fy),
-                  "below": (x + s * r.uniform(0, 1.5), fy + s * 1.5)}[how]
+                  "below": (x + s * r.uniform(0, 1.5), fy + s * 1.5),
+                  "inline": (x + lw + s * r.uniform(0.25, 0.5), fy)}[how]  # one OCR line: "Label: value"
         if value is not None and vx + V.font(typed, s).getlength(value) > w - 10:  # no room on the row: below
             vx, vy = x + s * r.uniform(0, 1.5), fy + s * 1.5
         if r.random() < 0.5:  # a ruled line to write on
@@ -404,7 +409,62 @@ def form(r: random.Random) -> Doc:
         if value is not None:
             items.append(Item(value, vx, vy, s, typed, role=f"field|{label}"))
         ys[c] = vy + s * r.uniform(2.0, 3.4)
-    return Doc("form", w, int(max(600, max(ys) + r.randint(40, 200))), items, rules)
+    y = max(ys)
+    if r.random() < 0.5:
+        y = _table(r, items, rules, m, w, y + s, s, body, bold, typed, {f[0] for f in fields})
+    return Doc("form", w, int(max(600, y + r.randint(40, 200))), items, rules)
+
+
+#: a form table's columns: the headers one may carry and a cell drawer
+TABLE_COLUMNS: tuple[tuple[tuple[str, ...], Callable[[random.Random], str]], ...] = (
+    (("Qty", "Quantity", "Units", "Count", "Cases", "No. of Stores"), lambda r: str(r.randint(1, 900))),
+    (("Amount", "Cost", "Price", "Value", "Total", "Payment"),
+     lambda r: V.money(r.uniform(1, 9000), r.choice(["$", ""]))),
+    (("Rate", "Average", "Per Unit", "Mean", "Result"), lambda r: f"{r.uniform(0, 200):.2f}"),
+    (("Share", "Percent", "% Change", "Target %"), lambda r: f"{r.uniform(0, 100):.1f}%"),
+    (("Date", "Week Ending", "Ship Date", "Period", "Start"), V.date),
+    (("Code", "Item No.", "Lot No.", "Ref.", "Account"), _number),
+    (("Brand", "Product", "Description", "Item"), lambda r: f"{r.choice(V.ADJECTIVES)} {r.choice(V.ITEMS)}"),
+    (("Region", "Market", "Area", "Division"), lambda r: r.choice(V.DEPARTMENTS)),
+    (("Contact", "Rep", "Buyer", "Name"), V.person),
+)
+
+
+def _table(r: random.Random, items: list[Item], rules: list, m: float, w: int, y: float, s: int, body: str | None,
+           bold: str | None, typed: str | None, taken: set[str]) -> float:
+    """A table at ``y``: 2-5 column headers over 1-5 rows of values, ruled or not.  A header's question asks for
+    every value under it (``field|header`` on each cell: one question, several boxes, as a form's column is asked in
+    FUNSD); headers differ from the form's field labels (``taken``).  Returns the next free y."""
+    taken = {t.upper() for t in taken}
+    cols = []
+    for labels, value in r.sample(TABLE_COLUMNS, r.randint(2, 5)):
+        free = [lb for lb in labels if lb.upper() not in taken]
+        if free:
+            cols.append((r.choice(free), value))
+    if len(cols) < 2:
+        return y
+    upper, head_font = r.random() < 0.5, bold if r.random() < 0.6 else body
+    cw = (w - 2 * m) / len(cols)
+    n_rows, rh = r.randint(1, 5), s * r.uniform(1.5, 2.2)
+    ruled = r.random() < 0.4
+    for j, (label, value) in enumerate(cols):
+        text = label.upper() if upper else label
+        items.append(Item(text, m + j * cw + 4, y, s, head_font, role=_find(r, text, 0.15)))
+        right = r.random() < 0.5  # numbers often right-aligned under their header
+        cells = [value(r) if k == 0 or r.random() > 0.1 else None for k in range(n_rows)]
+        for k, cell in enumerate(cells):
+            if cell is None:
+                continue
+            size = min(s, int(s * (cw - 12) / max(1.0, V.font(typed, s).getlength(cell))))
+            cy = y + s * 1.6 + k * rh
+            items.append(Item(cell, m + (j + 1) * cw - 8 if right else m + j * cw + 4, cy, max(8, size), typed,
+                              "r" if right else "l", f"field|{text}"))
+    bottom = y + s * 1.6 + n_rows * rh
+    rules.append((m, y + s * 1.35, w - m, y + s * 1.35))  # the header's rule
+    if ruled:
+        rules += [(m + j * cw, y - s * 0.3, m + j * cw, bottom) for j in range(len(cols) + 1)]
+        rules.append((m, bottom, w - m, bottom))
+    return bottom + s
 
 
 KINDS: dict[str, Callable[[random.Random], Doc]] = {"receipt": receipt, "invoice": invoice, "letter": letter,
@@ -431,8 +491,8 @@ def parse_kinds(text: str) -> tuple[str, ...]:
 
 
 def render(doc: Doc, r: random.Random) -> np.ndarray:
-    """Draw the document (grey ink on paper, optional blur and sensor noise; a receipt often photographed on a
-    tinted background) and fill every item's pixel box.  Returns (H, W, 3) uint8."""
+    """Draw the document (grey ink on paper, optional blur and sensor noise; a form often faxed, :func:`_scanned`; a
+    receipt often photographed on a tinted background) and fill every item's pixel box.  Returns (H, W, 3) uint8."""
     im = Image.new("L", (doc.width, doc.height), 250)
     draw = ImageDraw.Draw(im)
     for x0, y0, x1, y1 in doc.rules:
@@ -443,6 +503,8 @@ def render(doc: Doc, r: random.Random) -> np.ndarray:
         x = it.x if it.anchor == "l" else (it.x - width if it.anchor == "r" else it.x - width / 2)
         draw.text((x, it.y), it.text, fill=20, font=f)
         it.box = [int(v) for v in draw.textbbox((x, it.y), it.text, font=f)]
+    if doc.kind == "form" and r.random() < 0.5:
+        im = _scanned(im, r)
     if r.random() < 0.5:
         im = im.filter(ImageFilter.GaussianBlur(r.uniform(0.3, 0.9)))
     a = np.asarray(im, np.float32) + np.random.default_rng(r.randint(0, 2**31)).normal(0, r.uniform(0, 8), (doc.height, doc.width))
@@ -456,6 +518,23 @@ def render(doc: Doc, r: random.Random) -> np.ndarray:
             it.box = [v + pad for v in it.box]
         rgb = out
     return rgb
+
+
+def _scanned(im: Image.Image, r: random.Random) -> Image.Image:
+    """A fax or photocopy of a page: scanned at 60-90 % of its resolution and brought back (blocky or soft), often
+    thresholded to black and white, with specks of toner.  The page keeps its size, so every box stays put."""
+    w, h = im.size
+    f = r.uniform(0.6, 0.9)
+    small = im.resize((max(1, round(w * f)), max(1, round(h * f))), Image.BILINEAR)
+    if r.random() < 0.6:
+        t = r.randint(120, 190)
+        small = small.point(lambda v: 10 if v < t else 250)
+    im = small.resize((w, h), Image.NEAREST if r.random() < 0.5 else Image.BILINEAR)
+    draw = ImageDraw.Draw(im)
+    for _ in range(int(w * h * r.uniform(0, 4e-4))):
+        x, y, d = r.uniform(0, w), r.uniform(0, h), r.uniform(0.5, 2)
+        draw.ellipse([x, y, x + d, y + d], fill=20)
+    return im
 
 
 def questions(doc: Doc, r: random.Random, max_questions: int = 10) -> list[dict]:
@@ -490,7 +569,7 @@ def questions(doc: Doc, r: random.Random, max_questions: int = 10) -> list[dict]
 
 #: bumped whenever a kind's documents change for a seed (a layout changed); recorded in :data:`GENERATED_MARK`, and
 #: ``foveate train`` draws a cached set again when its mark does not match (:func:`generated_mark`)
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4
 
 #: the file that marks a data set as generated (``foveate train`` lets such sets teach the ranker but not choose
 #: the text term's display constants)
