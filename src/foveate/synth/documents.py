@@ -332,6 +332,12 @@ FORM_FIELDS: tuple[tuple[tuple[str, ...], Callable[[random.Random], str]], ...] 
 )
 
 
+def _cell_size(font: str | None, size: int, text: str, cell_width: float) -> int:
+    """The print size of ``text`` in a cell ``cell_width`` wide: ``size``, smaller when the text would not fit
+    (never below 8)."""
+    return max(8, min(size, int(size * (cell_width - 12) / max(1.0, V.font(font, size).getlength(text)))))
+
+
 def _find(r: random.Random, text: str, p: float = 0.25) -> str | None:
     """A label asked for itself ("Where does it say "Region"?") with probability ``p``."""
     return f"find|{text}" if r.random() < p else None
@@ -381,9 +387,9 @@ def form(r: random.Random) -> Doc:
                 cx = m + j * cw
                 rules.append((cx, y, cx, y + rh))
                 items.append(Item(label, cx + 4, y + 3, max(9, int(s * 0.75)), body, role=_find(r, label)))
-                if value is not None:  # a value wider than its cell is printed smaller
-                    size = min(s, int(s * (cw - 12) / max(1.0, V.font(typed, s).getlength(value))))
-                    items.append(Item(value, cx + 8, y + s * 1.5, max(8, size), typed, role=f"field|{label}"))
+                if value is not None:
+                    items.append(Item(value, cx + 8, y + s * 1.5, _cell_size(typed, s, value, cw), typed,
+                                      role=f"field|{label}"))
             rules.append((w - m, y, w - m, y + rh))
             y += rh
         if r.random() < 0.5:
@@ -455,10 +461,10 @@ def _table(r: random.Random, items: list[Item], rules: list, m: float, w: int, y
         for k, cell in enumerate(cells):
             if cell is None:
                 continue
-            size = min(s, int(s * (cw - 12) / max(1.0, V.font(typed, s).getlength(cell))))
             cy = y + s * 1.6 + k * rh
-            items.append(Item(cell, m + (j + 1) * cw - 8 if right else m + j * cw + 4, cy, max(8, size), typed,
-                              "r" if right else "l", f"field|{text}"))
+            x = m + (j + 1) * cw - 8 if right else m + j * cw + 4
+            items.append(Item(cell, x, cy, _cell_size(typed, s, cell, cw), typed, "r" if right else "l",
+                              f"field|{text}"))
     bottom = y + s * 1.6 + n_rows * rh
     rules.append((m, y + s * 1.35, w - m, y + s * 1.35))  # the header's rule
     if ruled:

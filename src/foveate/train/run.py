@@ -201,8 +201,9 @@ def calibrate_text_term(weights: Weights, pages: list[Page], cfg: TrainConfig, l
     sharpness that costs real forms 2-4 points at 273-576 tokens).  Generated pages teach the ranker but do not vote
     here when real sets are given: how sharply to paint is judged on real scans and photos.  With ``cross`` (the
     cross-fitting rankers), a page is painted by the ranker that did not train on it (:func:`cross_fit_records`):
-    judged by the final ranker on its own training questions, a run without FUNSD chose sharpness 4 and read 80.5 %
-    on FUNSD (a kind it never saw) at 273 tokens; cross-fitted, it chooses 10 and reads 86.1 (EVAL.md)."""
+    judged by the final ranker on its own training questions, a run without FUNSD (generator 3's forms) chose
+    sharpness 4 and read 80.5 % on FUNSD (a kind it never saw) at 273 tokens; cross-fitted, it chose 10 and read 86.1
+    (EVAL.md)."""
     sample = text_term_sample(pages, cfg.seed)
 
     def search(named: dict[str, Weights]) -> tuple[str, dict[str, float]]:
