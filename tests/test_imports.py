@@ -40,20 +40,46 @@ def test_torch_loads_when_used(tmp_path):
                                   tmp_path)
 
 
-@pytest.mark.parametrize("first", ["foveate.core.channels", "foveate.query.terms", "foveate.query.emphasis",
-                                   "foveate.query.semantic", "foveate.query.text.group"])
+@pytest.mark.parametrize("first", ["foveate.channels.registry", "foveate.query.terms", "foveate.query.emphasis",
+                                   "foveate.query.semantic", "foveate.channels.text.group", "foveate.vlm.rules",
+                                   "foveate.channels", "foveate.query"])
 def test_registries_are_complete_without_heavy_imports(first, tmp_path):
-    """The built-in groups and terms register themselves on the first use of the registries, in their order,
-    whichever module a program imports first."""
+    """Each registry registers its built-ins where it is defined, in their order, whichever module a program imports
+    first, and without loading torch, OpenCV or the models."""
     code = f"""
         import {first}
-        from foveate.core.channels import PRESETS, list_groups
+        from foveate.channels.registry import PRESETS, list_groups
         from foveate.query.terms import QUERY_TERMS
+        from foveate.vlm.rules import list_rules
         assert "text" in list_groups() and "semantic" in list_groups()
         assert PRESETS["default"][-1] == "text", PRESETS["default"]
         assert list(QUERY_TERMS)[:4] == ["prompt", "text", "emphasis", "semantic"], list(QUERY_TERMS)
+        assert list_rules()[:2] == ["openai", "openai-patch"] and "patch" in list_rules(), list_rules()
     """
     assert _loaded_after(code, tmp_path) == []
+
+
+@pytest.mark.parametrize("old,new", [("foveate.core.channels", "foveate.channels.registry"),
+                                     ("foveate.query.text.ocr", "foveate.channels.text.ocr"),
+                                     ("foveate.query.text.gate", "foveate.channels.text.gate"),
+                                     ("foveate.query.text.group", "foveate.channels.text.group"),
+                                     ("foveate.vlm.qwen", "foveate.vlm.rules.qwen"),
+                                     ("foveate.dist", "foveate.ray"),
+                                     ("foveate.dist.dataset", "foveate.ray.dataset")])
+def test_renamed_modules_import_from_their_old_path_with_a_warning(old, new, tmp_path):
+    """A module moved in 0.3 is importable from its 0.2 path until 0.4: the same module object (no copy of its state),
+    with a DeprecationWarning naming the new path."""
+    code = f"""
+        import importlib, warnings
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            old = importlib.import_module({old!r})
+        new = importlib.import_module({new!r})
+        assert old is new, (old, new)
+        assert any(issubclass(w.category, DeprecationWarning) and {new.split(".")[0] + "." + new.split(".")[1]!r} in
+                   str(w.message) for w in caught), [str(w.message) for w in caught]
+    """
+    _loaded_after(code, tmp_path)
 
 
 @pytest.mark.parametrize("args", [["--help"], ["store", "ls", "-s", "store"], ["info", "t.fvt"]])

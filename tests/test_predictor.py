@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import foveate
+from foveate.weights.defaults import DEFAULT_WEIGHTS
 import foveate.core.texture as texture_mod
 from foveate import FoveatePredictor, NoImageSetError, Texture
 
@@ -65,7 +66,8 @@ def test_predictor_matches_plain_functions(photo):
 
 def test_custom_scorer_changes_the_ranking(photo):
     tex = foveate.encode(photo, preset="fast", device="cpu")
-    only_red = foveate.Scorer(tex.channels, weights={"r": (5.0, 0.0)}, need={})
+    weighs_red = {**{c: (0.0, 0.0) for c in DEFAULT_WEIGHTS}, "r": (5.0, 0.0)}  # every other channel 0
+    only_red = foveate.Scorer(tex.channels, foveate.Weights("only red", weighs_red, {}, {}, {}))
     sel = foveate.select(tex, None, 50, mode="topk", gist=False, scorer=only_red, topk_candidates=(None, None))
     red = tex.channel("r")
     assert red[sel.rows, sel.cols].min() >= np.sort(red.ravel())[-50] - 1e-3
@@ -91,7 +93,7 @@ def test_scorer_inference_path_matches_the_module(photo):
     import torch
 
     tex = foveate.encode(photo, preset="full", device="cpu")
-    scorer = foveate.Scorer(tex.channels, bias=0.3)
+    scorer = foveate.Scorer(tex.channels, foveate.Weights.handset().replace(bias=0.3))
     with torch.no_grad():
         scorer.weight.normal_()
         scorer.need_weight.uniform_(-1, 1)
@@ -107,34 +109,40 @@ def test_scorer_inference_path_matches_the_module(photo):
 
 
 def test_scorer_keeps_the_query_independent_product_per_texture(photo):
-    """With the texture's cache, ``evaluate`` keeps the channels' product for the next query: the same numbers as
+    """With the texture's memo, ``evaluate`` keeps the channels' product for the next query: the same numbers as
     without it, recomputed when the weights change in place or the features are rebuilt (``invalidate``)."""
     import torch
 
     from foveate.query.scorer import CHANNEL_TERMS
 
     tex = foveate.encode(photo, preset="fast", device="cpu")
-    scorer = foveate.Scorer(tex.channels, bias=0.1)
+    scorer = foveate.Scorer(tex.channels, foveate.Weights.handset().replace(bias=0.1))
+    built = []  # the channel products the texture's memo had to build
+
+    def memo(key, build):
+        return tex.derived(key, lambda: built.append(key) or build())
+
     feats, _ = tex.flat_features()
     q = torch.rand(feats.shape[0], 1)
-    first = scorer.evaluate(feats, q, ["prompt"], cache=tex._cache)
-    kept = tex._cache[CHANNEL_TERMS]
-    again = scorer.evaluate(feats, q * 0.5, ["prompt"], cache=tex._cache)
-    assert tex._cache[CHANNEL_TERMS] is kept  # reused, not recomputed
+    first = scorer.evaluate(feats, q, ["prompt"], memo=memo)
+    assert len(built) == 1 and built[0][0] == CHANNEL_TERMS
+    again = scorer.evaluate(feats, q * 0.5, ["prompt"], memo=memo)
+    assert len(built) == 1  # reused, not recomputed
     for a, b in zip(again, scorer.evaluate(feats, q * 0.5, ["prompt"])):
         np.testing.assert_array_equal(a, b)
     with torch.no_grad():
         scorer.weight.mul_(-2.0)  # weights changed in place: the kept product no longer applies
-    changed = scorer.evaluate(feats, q, ["prompt"], cache=tex._cache)
+    changed = scorer.evaluate(feats, q, ["prompt"], memo=memo)
+    assert len(built) == 2
     for a, b in zip(changed, scorer.evaluate(feats, q, ["prompt"])):
         np.testing.assert_array_equal(a, b)
     assert not np.array_equal(changed[0], first[0])
     tex.invalidate()
-    assert CHANNEL_TERMS not in tex._cache
     feats2, _ = tex.flat_features()
     assert feats2 is not feats
-    for a, b in zip(scorer.evaluate(feats2, q, ["prompt"], cache=tex._cache), scorer.evaluate(feats2, q, ["prompt"])):
+    for a, b in zip(scorer.evaluate(feats2, q, ["prompt"], memo=memo), scorer.evaluate(feats2, q, ["prompt"])):
         np.testing.assert_array_equal(a, b)
+    assert len(built) == 3  # dropped by invalidate, built again
 
 
 def test_bound_is_optimistic_for_non_negative_weights(photo):

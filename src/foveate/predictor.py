@@ -21,7 +21,7 @@ from .core.io import ImageLike
 from .core.texture import Texture, encode
 from .query.scorer import Scorer
 from .selection import Selection, select
-from .weights import load_weights
+from .weights.weights import WeightsSpec, load_weights
 
 
 class FoveatePredictor:
@@ -37,7 +37,7 @@ class FoveatePredictor:
     """
 
     def __init__(self, config: EncodeConfig | None = None, select_config: SelectConfig | None = None,
-                 device: str | torch.device | None = None, scorer: Scorer | None = None, weights: Any = None,
+                 device: str | torch.device | None = None, scorer: Scorer | None = None, weights: WeightsSpec = None,
                  **overrides: Any) -> None:
         config = config or EncodeConfig()
         if overrides:

@@ -11,7 +11,7 @@ import torch
 import foveate
 from foveate import ConfigError, EncodeConfig, Texture, TextureFormatError, encode
 from foveate.core import ops
-from foveate.core.channels import PRESETS, list_groups
+from foveate.channels.registry import PRESETS, list_groups
 
 from ..conftest import random_image
 

@@ -137,17 +137,17 @@ def test_the_text_term_paints_the_hull_of_a_line_and_its_neighbours(page_texture
     from foveate.weights import load_weights
 
     w = load_weights("default")
-    if w.ranker is None:
+    if w.text.ranker is None:
         pytest.skip("the package ships no trained ranker")
     index = text_index(page_texture)
     question = "How much is due in total?"
-    p = answer_probabilities(index, question, w.ranker)
-    boxes, probs, heights = answer_boxes(index, question, w.ranker, None)
+    p = answer_probabilities(index, question, w.text.ranker)
+    boxes, probs, heights = answer_boxes(index, question, w.text.ranker, None)
     np.testing.assert_array_equal(boxes, index.boxes)  # without a model: the lines alone
     np.testing.assert_array_equal(probs, p)
 
     extent = _sure_extent(0.9)
-    boxes, probs, heights = answer_boxes(index, question, w.ranker, extent)
+    boxes, probs, heights = answer_boxes(index, question, w.text.ranker, extent)
     n = len(index.lines)
     assert len(boxes) > n and len(probs) == len(boxes) == len(heights)
     np.testing.assert_array_equal(probs[:n], p)
@@ -155,14 +155,13 @@ def test_the_text_term_paints_the_hull_of_a_line_and_its_neighbours(page_texture
     assert probs[n:].max() == pytest.approx(0.9 * float(p[top]))  # the top line's hulls, at p * q
     assert (probs[n:] <= float(p.max()) + 1e-12).all()
 
-    plain = dataclasses.replace(w, extent=None, _scorers={})
-    grown = dataclasses.replace(w, extent=extent, _scorers={})
+    plain = w.replace(text_extent=None)
+    grown = w.replace(text_extent=extent)
     q = Query(text=question)
-    base = text_query_map(page_texture, q, [], plain.scorer(page_texture.channels))
-    more = text_query_map(page_texture, q, [], grown.scorer(page_texture.channels))
+    base = text_query_map(page_texture, q, plain).map
+    more = text_query_map(page_texture, q, grown).map
     assert (more >= base - 1e-6).all() and (more > base + 1e-3).any()  # only adds: the hulls' blank between lines
-    none = text_query_map(page_texture, q, [], dataclasses.replace(w, extent=_sure_extent(1e-9), _scorers={})
-                          .scorer(page_texture.channels))
+    none = text_query_map(page_texture, q, w.replace(text_extent=_sure_extent(1e-9))).map
     np.testing.assert_allclose(none, base, atol=1e-6)  # improbable hulls paint nothing above the lines
 
 
@@ -172,14 +171,12 @@ def test_explain_lists_the_hulls_after_the_lines(page_texture):
     from foveate.weights import load_weights
 
     w = load_weights("default")
-    if w.ranker is None:
+    if w.text.ranker is None:
         pytest.skip("the package ships no trained ranker")
     q = Query(text="How much is due in total?")
-    plain = text_evidence(page_texture, q,
-                          dataclasses.replace(w, extent=None, _scorers={}).scorer(page_texture.channels))
+    plain = text_evidence(page_texture, q, w.replace(text_extent=None))
     assert plain and {e["relation"] for e in plain} == {"answer"}
-    grown = text_evidence(page_texture, q, dataclasses.replace(w, extent=_sure_extent(0.9), _scorers={})
-                          .scorer(page_texture.channels))
+    grown = text_evidence(page_texture, q, w.replace(text_extent=_sure_extent(0.9)))
     assert grown[: len(plain)] == plain
     hulls = grown[len(plain):]
     assert 1 <= len(hulls) <= 3 and all(e["relation"] == "answer extent" for e in hulls)

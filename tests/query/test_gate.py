@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 
 import foveate
-from foveate.core.channels import EncodeContext, run_groups
+from foveate.channels.base import EncodeContext
+from foveate.channels.registry import run_groups
 from foveate.core.config import EncodeConfig
 from foveate.core.errors import ConfigError
-from foveate.query.text import gate as G
-from foveate.query.text.ocr import run_ocr
+from foveate.channels.text import gate as G
+from foveate.channels.text.ocr import run_ocr
 from foveate.synth import TextLine, render_page
 
 
@@ -68,7 +69,7 @@ def test_nothing_to_read_nothing_read(sign_picture):
 
 def test_the_gate_is_cheaper_than_the_detector_it_saves(sign_picture):
     """The gate runs the detector on a copy of at most GATE_SIDE px: fewer pixels than rapidocr's full-scale input."""
-    from foveate.query.text.ocr import ocr_engine
+    from foveate.channels.text.ocr import ocr_engine
 
     det = ocr_engine()._load_det_model()
     bgr = np.ascontiguousarray(sign_picture[..., ::-1])
@@ -116,10 +117,10 @@ def test_a_failing_background_group_fails_the_encode(sign_picture, monkeypatch):
     def boom(ctx):
         raise RuntimeError("text group failed")
 
-    from foveate.core import channels
+    from foveate.channels import registry
 
-    group = channels.get_group("text")
-    monkeypatch.setitem(channels._REGISTRY, "text", channels.ChannelGroup(
+    group = registry.get_group("text")
+    monkeypatch.setitem(registry._REGISTRY, "text", registry.ChannelGroup(
         "text", group.channels, boom, group.cost, group.description, background=True))
     with pytest.raises(RuntimeError, match="text group failed"):
         run_groups(EncodeContext(image=sign_picture, config=EncodeConfig()), ("rgb", "text"))

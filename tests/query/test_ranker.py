@@ -135,14 +135,14 @@ def test_probabilities_on_a_real_page(page_texture):
     from foveate.weights import load_weights
 
     w = load_weights("default")
-    if w.ranker is None:
+    if w.text.ranker is None:
         pytest.skip("the package ships no trained ranker")
     index = text_index(page_texture)
-    p = w.ranker.probabilities(index, "How much is due in total?")
+    p = w.text.ranker.probabilities(index, "How much is due in total?")
     assert p.shape == (len(index.lines),) and 0.0 < float(p.sum()) <= 1.0 + 1e-6 and (p >= 0).all()
     best = index.lines[int(np.argmax(p))].text
     assert "1,234.50" in best  # the total due on the bundled invoice
-    np.testing.assert_array_equal(p, w.ranker.probabilities(index, "How much is due in total?"))  # deterministic
+    np.testing.assert_array_equal(p, w.text.ranker.probabilities(index, "How much is due in total?"))  # deterministic
 
 
 def test_two_rankers_on_one_texture_do_not_share_cached_features(page_texture):
@@ -209,7 +209,7 @@ def test_handset_features_are_what_the_handset_rule_paints(page_texture, questio
     to the right of a match (or continuing it) and below one."""
     from foveate.query.text.layout import text_index
     from foveate.query.text.match import match_lines, question_scores
-    from foveate.query.text.term import handset_features, relevance_map
+    from foveate.query.text.handset import handset_features, relevance_map
 
     index = text_index(page_texture)
     m = match_lines(index, question)

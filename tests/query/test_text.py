@@ -77,7 +77,7 @@ SHORT_FIELDS = ("mm", "Tax:", "12.50", "(01)", "N/A", "Qty 2", "17:53", "No.", "
 def test_short_lines_are_read_as_printed():
     """Short fields are most of a form's and a receipt's lines, and the recogniser pads them (to
     ``REC_MIN_WIDTH``, not the model's 320): each one, alone on its row, still reads as printed, in its place."""
-    from foveate.query.text.ocr import REC_MIN_WIDTH, ocr_engine
+    from foveate.channels.text.ocr import REC_MIN_WIDTH, ocr_engine
 
     fields = [TextLine(t, 60 + 260 * (i % 2), 40 + 50 * (i // 2), 16) for i, t in enumerate(SHORT_FIELDS)]
     doc = render_page(fields, width=560, height=360)

@@ -9,7 +9,9 @@ import pytest
 from foveate import select
 from foveate.eval.metrics import query_metrics
 from foveate.query.query import Query
-from foveate.selection.auto import choose, expected_legible, finest_levels, legible_share, likely_lines
+from foveate.query.base import LikelyLines
+from foveate.query.terms import query_maps
+from foveate.selection.auto import choose, expected_legible, finest_levels, legible_share
 from foveate.weights import load_weights
 
 QUESTIONS = ("What is the total?", "Who is the invoice addressed to?", "invoice number", "due date")
@@ -59,27 +61,27 @@ def test_choose_keeps_the_default_on_ties_and_makes_nothing_it_does_not_need():
     coarse = [(2, 0, 0)]  # one 64 px tile: 12 px text is blurred
     fine = [(0, r, c) for r in range(4) for c in range(4)]
     assert choose({"quadtree": lambda: coarse, "topk": never}, grid, 16, None)[:2] == ("quadtree", coarse)
-    assert choose({"quadtree": lambda: fine, "topk": never}, grid, 16, (boxes, heights, np.array([0.9])))[0] == "quadtree"
-    name, tiles, got = choose({"quadtree": lambda: coarse, "topk": lambda: coarse + fine}, grid, 16,
-                              (boxes, heights, np.array([0.9])))
+    likely = LikelyLines(boxes, heights, np.array([0.9]))
+    assert choose({"quadtree": lambda: fine, "topk": never}, grid, 16, likely)[0] == "quadtree"
+    name, tiles, got = choose({"quadtree": lambda: coarse, "topk": lambda: coarse + fine}, grid, 16, likely)
     assert (name, tiles) == ("topk", coarse + fine) and got == pytest.approx({"quadtree": 0.0, "topk": 0.9})
     assert choose({"quadtree": lambda: coarse, "topk": lambda: coarse}, grid, 16,
-                  (boxes, heights, np.array([0.9])))[0] == "quadtree"  # a tie keeps the default
+                  likely)[0] == "quadtree"  # a tie keeps the default
 
 
 @pytest.mark.parametrize("budget", [64, 144, 273])
 def test_auto_is_the_better_of_the_two_layouts(page_texture, budget):
-    scorer = load_weights("default").scorer(page_texture.channels)
+    weights = load_weights("default")
     for question in QUESTIONS:
         auto = select(page_texture, question, budget, cut=False)
         assert auto.mode in ("quadtree", "topk") and len(auto) <= budget
         both = {m: select(page_texture, question, budget, mode=m, cut=False) for m in ("quadtree", "topk")}
         assert _tiles(auto) == _tiles(both[auto.mode])  # the same tiles as that mode alone
         assert np.array_equal(auto.gist, both[auto.mode].gist)
-        lines = likely_lines(page_texture, Query.coerce(question), scorer)
+        lines = query_maps(page_texture, Query.coerce(question), weights).lines  # what auto weighs the layouts by
         assert lines is not None
-        got = {m: expected_legible(_tiles(s), page_texture.level_shapes[0], page_texture.patch_size, *lines)
-               for m, s in both.items()}
+        got = {m: expected_legible(_tiles(s), page_texture.level_shapes[0], page_texture.patch_size, lines.boxes,
+                                   lines.heights, lines.probs) for m, s in both.items()}
         assert got[auto.mode] == max(got.values())
         if auto.mode == "topk":
             assert got["topk"] > got["quadtree"] and any(n.startswith("auto: topk") for n in auto.notes)

@@ -12,7 +12,7 @@ from foveate import select
 from foveate.eval.baselines import uniform_tokens
 from foveate.eval.metrics import query_metrics
 from foveate.selection.uniform import cut_uniform, uniform_grid, uniform_scale
-from foveate.weights import Weights
+from foveate.weights import FloorGate, Weights
 
 
 @pytest.mark.parametrize("size", [(1100, 850), (480, 640), (37, 1000), (16, 16), (1000, 1)])
@@ -60,7 +60,7 @@ def test_uniform_mode_is_the_baseline_the_evaluation_compares_with(page_texture)
 
 def _gated(bias: float) -> Weights:
     w = Weights.handset()
-    return Weights("gated", w.channel, w.need, w.query, w.query_need, floor={"bias": bias})
+    return Weights("gated", w.channel, w.need, w.query, w.query_need, floor=FloorGate({"bias": bias}))
 
 
 def test_the_floor_follows_its_gate_and_can_be_switched_off(page_texture):

@@ -39,13 +39,13 @@ def test_learned_beats_handset_on_its_validation_split(tiny_run):
 def test_the_weights_file_records_how_it_was_made(tiny_run):
     cfg, res = tiny_run
     w = Weights.load(res.path)
-    assert w.ranker is not None and w.floor is not None and len(w.level_prior) == 10
+    assert w.text.ranker is not None and w.floor is not None and len(w.level_prior) == 10
     meta = w.meta
     assert meta["seed"] == 0 and meta["split"]["seed"] == 0 and "Poisson" in meta["objective"]
     assert meta["validation_hit"] == json.loads(json.dumps(res.report["validation_hit"]))
     # the extent model: fitted on the training pages' (answer line, neighbour) pairs, better than their base rate
     ext = meta["extent"]
-    assert w.extent is not None and ext["pairs"] > 0 and 0.0 < ext["positive"] < 1.0
+    assert w.text.extent is not None and ext["pairs"] > 0 and 0.0 < ext["positive"] < 1.0
     assert ext["log_loss"] < ext["log_loss_constant"]
     from foveate.core.config import EncodeConfig
     from foveate.train.data import by_split, load_pages, resolve_sources
@@ -53,7 +53,7 @@ def test_the_weights_file_records_how_it_was_made(tiny_run):
 
     pages, _ = load_pages(resolve_sources(list(cfg.sources), cfg.cache, cfg.seed), cfg.cache, EncodeConfig(), cfg.seed)
     rows, labels = extent_examples(by_split(pages, "val"))  # images it never saw: still better than the base rate
-    q = np.clip(w.extent.probabilities(rows), 1e-7, 1 - 1e-7)
+    q = np.clip(w.text.extent.probabilities(rows), 1e-7, 1 - 1e-7)
     rate = float(np.clip(ext["positive"], 1e-7, 1 - 1e-7))
     assert len(labels) and labels.any()
     assert -np.mean(labels * np.log(q) + (1 - labels) * np.log(1 - q)) < -np.mean(
@@ -74,9 +74,9 @@ def test_training_is_deterministic_for_a_seed(tiny_run, tmp_path):
                   log=lambda m: None)
     a, b = res.weights, again.weights
     assert a.channel == b.channel and a.query == b.query and a.floor == b.floor
-    assert a.text_sharpness == b.text_sharpness and a.text_fill == b.text_fill and a.level_prior == b.level_prior
+    assert a.text.sharpness == b.text.sharpness and a.text.fill == b.text.fill and a.level_prior == b.level_prior
     assert again.report["validation_hit"] == res.report["validation_hit"]
-    sa, sb = a.ranker.state_dict(), b.ranker.state_dict()
+    sa, sb = a.text.ranker.state_dict(), b.text.ranker.state_dict()
     assert all(np.array_equal(sa[k].numpy(), sb[k].numpy()) for k in sa)
 
 
@@ -124,9 +124,9 @@ def test_several_rankers_are_averaged(tiny_run, tmp_path):
     assert not np.array_equal(a["layer.weight"].numpy(), b["layer.weight"].numpy())
     import dataclasses
 
-    w = dataclasses.replace(Weights.load(cfg.output), ranker=ens, _scorers={})
+    w = Weights.load(cfg.output).replace(text_ranker=ens)
     back = Weights.load(w.save(tmp_path / "two.safetensors"))
-    assert isinstance(back.ranker, RankerEnsemble) and back.ranker.config()["members"] == 2
+    assert isinstance(back.text.ranker, RankerEnsemble) and back.text.ranker.config()["members"] == 2
 
 
 @pytest.mark.slow
@@ -149,13 +149,13 @@ def test_the_text_term_is_judged_on_maps_of_a_ranker_that_never_saw_the_page(tin
     pages, _ = load_pages(resolve_sources(list(cfg.sources), cfg.cache, 0), cfg.cache, EncodeConfig(), 0)
     train_p = by_split(pages, "train")
     torch.manual_seed(3)
-    rankers = [res.weights.ranker, AnswerRanker().eval()]  # the learned one for half 0, an untrained one for half 1
+    rankers = [res.weights.text.ranker, AnswerRanker().eval()]  # the learned one for half 0, an untrained one for half 1
     named = {"w": res.weights}
     kw = dict(floor="off", prompts=False)
     got = cross_fit_records(train_p, named, (64,), train_p, rankers, 0, **kw)
     want = []
     for half, ranker in zip(_cross_fit_halves(len(train_p), 0), rankers):
-        want += records([train_p[i] for i in half], {"w": dataclasses.replace(res.weights, ranker=ranker, _scorers={})},
+        want += records([train_p[i] for i in half], {"w": res.weights.replace(text_ranker=ranker)},
                         (64,), **kw)
     key = lambda r: json.dumps(r, sort_keys=True, default=str)  # noqa: E731
     assert sorted(map(key, got)) == sorted(map(key, want)) and len(got) == len(want) > 0
@@ -196,17 +196,17 @@ def test_from_keeps_the_ranker_and_scorer_and_refits_the_text_term(tiny_run, tmp
     again = train(TrainConfig(cfg.sources, tmp_path / "refit.safetensors", cache=cfg.cache, seed=0,
                               budgets=cfg.budgets, evaluate_test=False, start=str(res.path)), log=lambda m: None)
     a, b = res.weights, again.weights
-    sa, sb = a.ranker.state_dict(), b.ranker.state_dict()
+    sa, sb = a.text.ranker.state_dict(), b.text.ranker.state_dict()
     assert all(np.array_equal(sa[k].numpy(), sb[k].numpy()) for k in sa)
     assert a.channel.keys() == b.channel.keys() and b.floor is not None  # the file holds float32
     assert all(b.channel[k] == pytest.approx(v, rel=1e-6) for k, v in a.channel.items())
     assert b.level_prior == pytest.approx(a.level_prior, rel=1e-6)
-    assert b.extent is not None and again.report["extent"] == json.loads(json.dumps(res.report["extent"]))  # refitted alike
+    assert b.text.extent is not None and again.report["extent"] == json.loads(json.dumps(res.report["extent"]))  # refitted alike
     search = again.report["scorer"]["text_term_search"]
     assert search["cross_fitted"] is False  # the file kept has no cross-fitting rankers: its own ranker paints
     assert len(search["tried"]) == len(TEXT_WEIGHTS) * len(TEXT_SHARPNESS) + len(TEXT_FILLS)
-    assert b.query["text"] in TEXT_WEIGHTS and b.text_sharpness in TEXT_SHARPNESS
-    assert b.text_fill in (0.0, *TEXT_FILLS) and f"fill={b.text_fill:g}" in search["chosen"]
+    assert b.query["text"] in TEXT_WEIGHTS and b.text.sharpness in TEXT_SHARPNESS
+    assert b.text.fill in (0.0, *TEXT_FILLS) and f"fill={b.text.fill:g}" in search["chosen"]
     assert again.report["scorer"]["refit_from"]["weights"] == res.path.name
     assert again.report["ranker"] == json.loads(json.dumps(res.report["ranker"]))  # the kept ranker's own record
     with pytest.raises(WeightsError, match="seed"):

@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 import foveate
 from foveate.core.errors import ConfigError
 from foveate.vlm import get_rule, plan_for, plan_tokens
+from foveate.vlm.rules import rule_examples
 
-RULES = ["openai", "openai:gpt-4o-mini", "openai-patch", "anthropic", "gemini", "qwen2-vl", "llava-1.5", "patch:14"]
+#: every registered rule (one spec each), and a tile-rule model with other constants
+RULES = [*rule_examples(), "openai:gpt-4o-mini"]
 
 
 @st.composite

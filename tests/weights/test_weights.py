@@ -12,7 +12,7 @@ import torch
 from foveate import select
 from foveate.core.errors import WeightsError
 from foveate.query.scorer import DEFAULT_WEIGHTS, Scorer
-from foveate.weights import FORMAT_VERSION, Weights, load_weights
+from foveate.weights import FORMAT_VERSION, FloorGate, TextTerm, Weights, load_weights
 
 
 def _learned_like() -> Weights:
@@ -30,9 +30,9 @@ def _learned_like() -> Weights:
         extent.mean.normal_()
     w = Weights.handset()
     return Weights("test", {**w.channel, "saliency": (0.1, 0.7)}, w.need, {**w.query, "text": 12.0}, w.query_need,
-                   level_prior=(0.0, 0.5, 0.25, -0.5, 0.0), ranker=ranker, text_fill=0.25,
-                   floor={"bias": 0.5, "log_scale": -1.0}, meta={"note": "test"}, text_height=0.6,
-                   extent=extent.eval())
+                   level_prior=(0.0, 0.5, 0.25, -0.5, 0.0),
+                   text=TextTerm(ranker, extent.eval(), fill=0.25, height=0.6),
+                   floor=FloorGate({"bias": 0.5, "log_scale": -1.0}), meta={"note": "test"})
 
 
 def test_round_trip_gives_the_same_selections(tmp_path, page_texture):
@@ -42,11 +42,11 @@ def test_round_trip_gives_the_same_selections(tmp_path, page_texture):
     for k in set(w.channel) | set(back.channel):  # a file lists every channel with a weight or a need
         assert back.channel.get(k) == pytest.approx(w.channel.get(k, (0.0, 0.0)))
     assert back.query["text"] == pytest.approx(12.0) and back.level_prior == pytest.approx(w.level_prior)
-    assert back.floor == w.floor and back.meta == {"note": "test"} and back.text_fill == 0.25
-    assert back.text_height == 0.6 and back.scorer(page_texture.channels).text_height == 0.6
-    rows = np.random.default_rng(1).normal(size=(20, len(w.extent.columns))).astype(np.float32)
-    np.testing.assert_array_equal(back.extent.probabilities(rows), w.extent.probabilities(rows))
-    assert back.scorer(page_texture.channels).text_extent is back.extent
+    assert back.floor == w.floor and back.meta == {"note": "test"} and back.text.fill == 0.25
+    assert back.text.height == 0.6 and Scorer.from_weights(back, page_texture.channels).text.height == 0.6
+    rows = np.random.default_rng(1).normal(size=(20, len(w.text.extent.columns))).astype(np.float32)
+    np.testing.assert_array_equal(back.text.extent.probabilities(rows), w.text.extent.probabilities(rows))
+    assert Scorer.from_weights(back, page_texture.channels).text.extent is back.text.extent
     for q in ("What is the total due?", None, {"points": [(300, 200)]}):
         a, b = select(page_texture, q, 144, weights=w), select(page_texture, q, 144, weights=back)
         np.testing.assert_array_equal(a.boxes, b.boxes)
@@ -64,12 +64,12 @@ def test_an_ensemble_of_rankers_round_trips(tmp_path, page_texture):
     for seed in (0, 1):
         torch.manual_seed(seed)
         members.append(AnswerRanker(kind_embeddings=kinds).eval())
-    w = dataclasses.replace(_learned_like(), ranker=RankerEnsemble(members).eval(), _scorers={})
+    w = _learned_like().replace(text_ranker=RankerEnsemble(members).eval())
     back = Weights.load(w.save(tmp_path / "ens.safetensors"))
-    assert isinstance(back.ranker, RankerEnsemble) and len(back.ranker.members) == 2
+    assert isinstance(back.text.ranker, RankerEnsemble) and len(back.text.ranker.members) == 2
     index = text_index(page_texture)
     q = "What is the total due?"
-    np.testing.assert_array_equal(back.ranker.probabilities(index, q), w.ranker.probabilities(index, q))
+    np.testing.assert_array_equal(back.text.ranker.probabilities(index, q), w.text.ranker.probabilities(index, q))
     a, b = select(page_texture, q, 144, weights=w), select(page_texture, q, 144, weights=back)
     np.testing.assert_array_equal(a.boxes, b.boxes)
 
@@ -88,8 +88,8 @@ def test_a_file_without_a_fill_paints_as_before(tmp_path, page_texture):
     tensors = {k: v for k, v in tensors.items() if not k.startswith("extent.")}
     save_file(tensors, str(tmp_path / "old.safetensors"), metadata={"foveate": json.dumps(meta)})
     old = Weights.load(tmp_path / "old.safetensors")
-    assert old.text_fill == TEXT_FILL == 0.0 and old.text_height == TEXT_HEIGHT and old.extent is None
-    zero = dataclasses.replace(_learned_like(), text_fill=0.0, extent=None, _scorers={})
+    assert old.text.fill == TEXT_FILL == 0.0 and old.text.height == TEXT_HEIGHT and old.text.extent is None
+    zero = _learned_like().replace(text_fill=0.0, text_extent=None)
     q = "What is the total due?"
     np.testing.assert_array_equal(select(page_texture, q, 144, weights=old).boxes,
                                   select(page_texture, q, 144, weights=zero).boxes)
@@ -97,7 +97,7 @@ def test_a_file_without_a_fill_paints_as_before(tmp_path, page_texture):
 
 def test_handset_is_todays_scorer(page_texture):
     hs = load_weights("handset")
-    assert hs.ranker is None and hs.floor is None and hs.channel["saliency"] == DEFAULT_WEIGHTS["saliency"]
+    assert hs.text.ranker is None and hs.floor is None and hs.channel["saliency"] == DEFAULT_WEIGHTS["saliency"]
     explicit = Scorer(page_texture.channels)
     for q in ("total due", None):
         a = select(page_texture, q, 100, weights="handset")
@@ -158,12 +158,12 @@ def test_default_weights_load_and_describe_themselves():
     assert load_weights("default") is w
     if w.name == "handset":
         pytest.skip("the package ships no trained weights")
-    assert w.ranker is not None and w.floor is not None
+    assert w.text.ranker is not None and w.floor is not None
     meta = w.meta
     assert {"seed", "datasets", "split", "objective", "validation_hit", "foveate_version"} <= set(meta)
     assert meta["split"]["images"]["val"] > 0
     # a channel training dropped as constant (motion, zero on still images) keeps its hand-set weight after loading
     for name in meta["scorer"].get("constant_channels", []):
         assert name not in w.channel
-        sc = w.scorer(("saliency", name))
+        sc = Scorer.from_weights(w, ("saliency", name))
         assert sc.weight[1].item() == DEFAULT_WEIGHTS[name][0] and sc.weight[3].item() == DEFAULT_WEIGHTS[name][1]

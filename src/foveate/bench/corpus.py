@@ -28,7 +28,7 @@ from ..core.config import EncodeConfig
 from ..core.device import resolve_device
 from ..core.io import load_image
 from ..core.texture import encode_array
-from ..query.text.ocr import clear_ocr_cache
+from ..channels.text.ocr import clear_ocr_cache
 from ..store.ingest import expand_images
 from .common import machine_info, write_json
 

@@ -13,11 +13,13 @@ import cv2
 import numpy as np
 
 from ..core.device import resolve_device
+from ..vlm.rules.registry import rule_examples
 from .common import EXAMPLES, machine_info, write_json
 
 #: the question asked of each bundled example
 QUESTIONS = {"page": "What is the total due?", "photo": "What is on the table?"}
-RULES = ("openai", "openai-patch", "anthropic", "gemini", "qwen2-vl", "llava-1.5", "patch:14")
+#: one spec per registered rule
+RULES = tuple(rule_examples())
 
 
 def _median(xs: list[float]) -> float:

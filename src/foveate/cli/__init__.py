@@ -6,7 +6,7 @@ exit with 2.
 One module per command group over a small shared helper (``common``: the app, the consoles, shared options and
 input helpers): ``encode`` (encode, select, info), ``prompt`` (prompt), ``serve`` (serve), ``bench`` (bench,
 bench-prompt, bench-serve, bench-ray, bench-video), ``eval`` (eval, eval-video), ``train`` (train, synth), ``video``
-(video) and ``store`` (the ``store`` group).  Importing a command module
+(video), ``store`` (the ``store`` group) and ``prepare`` (a machine's one-time setup).  Importing a command module
 registers its commands on the app; the order here is the order of ``foveate --help``.
 """
 
@@ -15,14 +15,14 @@ from __future__ import annotations
 import sys
 
 from ..core.errors import FoveateError
-from . import encode, prompt, serve, bench, eval, train, video, store  # noqa: F401  (importing a command module registers it)
+from . import encode, prompt, serve, bench, eval, train, video, store, prepare  # noqa: F401  (importing a command module registers it)
 from .common import app, err
 
 
 def main() -> None:
     """Console entry point: run the app, turning foveate errors into one-line messages."""
     from ..core.device import tune_allocator
-    from .dist import ray_flag_argv
+    from .ray import ray_flag_argv
 
     tune_allocator()
     try:

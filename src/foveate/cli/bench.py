@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 
+from ..vlm.rules.registry import rule_examples
 from .common import DeviceOpt, WeightsOpt, _numbers, _resolve_input, app, out
 
 
@@ -27,6 +28,9 @@ def bench_serve(
 ) -> None:
     """Load-test a real `foveate serve` subprocess: upload images, then many concurrent selects; latency
     percentiles, throughput, errors, server memory before and after."""
+    from ..core.extras import require
+
+    require("serve", "foveate bench-serve")
     from ..bench.service import run_service_bench
 
     run_service_bench(clients=clients, requests=requests, images=images, size=size, preset=preset,
@@ -80,7 +84,7 @@ def bench_ray(
 ) -> None:
     """Measure `encode --ray` on a local Ray cluster: images/s for each worker count against `encode --store` and
     the worker's code without Ray, Ray's per-image overhead, output bytes per image, reading a texture by id."""
-    from ..bench.dist import run_dist_bench
+    from ..bench.ray import run_dist_bench
 
     run_dist_bench(sources, preset=preset, workers=_numbers(workers, "--workers", kind=int), batch_size=batch_size,
                    repeats=repeats, json_path=json_path, console=out)
@@ -90,7 +94,7 @@ def bench_ray(
 def bench_prompt(
     image: list[str] = typer.Option([], "--image", "-i", help="Images (default: the bundled photo and page, resized "
                                                                "to 1024x1024)."),
-    rules: str = typer.Option("openai,openai-patch,anthropic,gemini,qwen2-vl,llava-1.5,patch:14", "--rules",
+    rules: str = typer.Option(",".join(rule_examples()), "--rules",
                               help="Comma-separated VLM rules."),
     budget: str = typer.Option("273", "--budget", "-b", help="Selection budget(s), comma-separated."),
     repeats: int = typer.Option(20, "--repeats", "-n", help="Repetitions per measurement (median reported)."),

@@ -40,7 +40,7 @@ OcrOpt = typer.Option("auto", "--ocr", help="Text group (default and full preset
 
 def _encode_config(preset: str, patch_size: int, max_levels: int, max_pixels: int,
                    semantic_model: Optional[str] = None, ocr: str = "auto") -> EncodeConfig:
-    from ..core.channels import with_semantic_model
+    from ..channels.registry import with_semantic_model
 
     try:
         cfg = EncodeConfig(preset=preset, patch_size=patch_size, max_levels=max_levels, max_pixels=max_pixels,
@@ -72,7 +72,7 @@ def _resolve_input(path: str) -> Path | DatasetRef:
     """``example:page`` / ``example:photo`` name the bundled examples; ``DATASET/#ID`` a texture in a texture
     dataset; anything else is a path."""
     if "#" in path:
-        from ..dist.reader import split_ref
+        from ..ray.reader import split_ref
 
         ref = split_ref(path)
         if ref is not None:
@@ -106,7 +106,7 @@ def _texture_for(path: Path | DatasetRef, config: EncodeConfig, device: str, qui
     from ..core.texture import Texture, encode
 
     if isinstance(path, DatasetRef):
-        from ..dist.reader import find_texture
+        from ..ray.reader import find_texture
 
         return find_texture(path.dataset, path.id, device=device)
     if path.suffix == ".fvt":

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from ..core.config import EncodeConfig, SelectConfig
 from ..core.errors import FoveateError
+from ..vlm.rules.registry import rules_help
 from .common import (BudgetOpt, DeviceOpt, LevelsOpt, MaxPixOpt, ModeOpt, OcrOpt, PatchOpt, PresetOpt, SemanticOpt,
                      WeightsOpt, _check_cover_early, _encode_config, _prompt_query, _resolve_input, _say_absent_once,
                      _slug, _texture_for, app, err, out)
@@ -55,7 +56,7 @@ def encode(
         if store is not None:
             raise FoveateError("pass either --store DIR or --ray, not both (foveate store import DATASET copies a "
                                "dataset into a store)")
-        from .dist import encode_with_ray
+        from .ray import encode_with_ray
 
         encode_with_ray(ray, images, output, config, workers, batch_size)
         return
@@ -113,8 +114,7 @@ def select(
                                                       "uniform layout where foveating would lose to it) or off."),
     weights: str = WeightsOpt,
     output: Path = typer.Option(Path("out"), "--output", "-o", help="Output folder."),
-    vlm: str = typer.Option("openai", "--vlm", help="VLM rule crops/ is planned under: openai, anthropic, gemini, "
-                            "qwen2-vl, llava-1.5, openai-patch, patch:P (see foveate prompt)."),
+    vlm: str = typer.Option("openai", "--vlm", help=f"VLM rule crops/ is planned under: {rules_help()}."),
     max_crops: Optional[int] = typer.Option(None, "--max-crops", help="At most this many crops besides the context "
                                             "picture (default: the rule's picture limit)."),
     explain: bool = typer.Option(False, "--explain", help="Show which signals drove the chosen tokens."),
@@ -187,7 +187,7 @@ def info(
     ocr: str = OcrOpt,
 ) -> None:
     """Show a texture's channels, levels, memory and encode timings."""
-    from ..core.channels import get_group
+    from ..channels.registry import get_group
 
     path = _resolve_input(source)
     if path.suffix == ".fvt":  # the file's header says it all: no tensors read, no torch imported

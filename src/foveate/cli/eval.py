@@ -10,6 +10,7 @@ import typer
 
 from ..core.config import DEFAULT_BUDGET, SelectConfig
 from ..core.errors import FoveateError
+from ..vlm.rules.registry import rules_help
 from .common import (DeviceOpt, LevelsOpt, MaxPixOpt, PatchOpt, PresetOpt, WeightsOpt, _encode_config, _numbers, app,
                      err, out)
 
@@ -46,9 +47,8 @@ def eval_command(
     ocr_budget: list[str] = typer.Option([], "--ocr-budget", help="Run the (slow) OCR check at these budgets only."),
     group_by: list[str] = typer.Option([], "--group-by", help="Also tabulate by this metadata key (e.g. isthing), or by "
                                   "boxes: answers in one box or in several."),
-    vlm: list[str] = typer.Option([], "--vlm", help="VLM rule(s) to plan crops under (openai, anthropic, gemini, "
-                                  "qwen2-vl, llava-1.5, openai-patch, patch:P; repeatable or comma-separated): "
-                                  "provider tokens of the plan, the whole image and a uniform resize, and the OCR "
+    vlm: list[str] = typer.Option([], "--vlm", help=f"VLM rule(s) to plan crops under ({rules_help()}; repeatable "
+                                  "or comma-separated): provider tokens of the plan, the whole image and a uniform resize, and the OCR "
                                   "answer check on each."),
     mosaic_ocr: bool = typer.Option(True, "--mosaic-ocr/--no-mosaic-ocr", help="Also OCR foveate's mosaic (off: "
                                     "the OCR check reads the uniform and full images and the --vlm pictures only)."),

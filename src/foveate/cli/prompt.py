@@ -12,6 +12,7 @@ from rich.table import Table
 
 from ..core.config import SelectConfig
 from ..core.errors import FoveateError
+from ..vlm.rules.registry import rules_help
 from .common import (BudgetOpt, DeviceOpt, LevelsOpt, MaxPixOpt, ModeOpt, PatchOpt, PresetOpt, _check_cover_early,
                      _encode_config, _prompt_query, _resolve_input, _texture_for, app, err, out)
 
@@ -20,8 +21,7 @@ from .common import (BudgetOpt, DeviceOpt, LevelsOpt, MaxPixOpt, ModeOpt, PatchO
 def prompt(
     source: str = typer.Argument(..., help="An image, a saved .fvt texture, or example:page / example:photo."),
     query: str = typer.Option(..., "--query", "-q", help="The question: it selects the tokens and ends the request."),
-    vlm: str = typer.Option("openai", "--vlm", help="VLM rule: openai (openai:MODEL), openai-patch (:MODEL), "
-                            "anthropic, gemini, qwen2-vl, llava-1.5, patch:P."),
+    vlm: str = typer.Option("openai", "--vlm", help=f"VLM rule: {rules_help()}."),
     model: Optional[str] = typer.Option(None, "--model", help="Model name written into the body (default per rule)."),
     point: list[str] = typer.Option([], "--point", help="Also a positive point prompt 'x,y' (pixels); repeatable."),
     box: list[str] = typer.Option([], "--box", help="Also a box prompt 'x0,y0,x1,y1' (pixels); repeatable."),

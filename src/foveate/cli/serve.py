@@ -51,7 +51,11 @@ def serve(
     """Serve the HTTP API (FastAPI on uvicorn): upload once, select per query.  Every flag also reads the
     environment variable FOVEATE_<FLAG> (FOVEATE_STORE, FOVEATE_PRESET, FOVEATE_MAX_UPLOAD_MB, FOVEATE_TIMEOUT,
     ...); flags win.  Only from the environment: FOVEATE_API_KEY (bearer token), FOVEATE_RETRY_AFTER,
-    FOVEATE_TORCH_THREADS.  Without an API key only loopback clients are served (unless --allow-public)."""
+    FOVEATE_TORCH_THREADS.  Without an API key only loopback clients are served (unless --allow-public).  Needs the
+    'serve' extra (pip install 'foveate[serve]')."""
+    from ..core.extras import require
+
+    require("serve", "foveate serve")
     from ..service import ServiceSettings, create_app
     from ..service.server import run_server
     from ..store import TextureStore

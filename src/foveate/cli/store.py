@@ -108,7 +108,7 @@ def store_clear(store: Optional[Path] = StoreOpt,
 def store_import(dataset: str = typer.Argument(..., help="A texture dataset (folder or URI) from `encode --ray`."),
                  store: Optional[Path] = StoreOpt) -> None:
     """Copy the textures of a dataset into the store (each verified; what is stored is skipped)."""
-    from ..dist.reader import import_into_store
+    from ..ray.reader import import_into_store
 
     with _open_store(store, create=True) as st:
         counts = import_into_store(dataset, st)

@@ -19,11 +19,11 @@ from .errors import BudgetError, ConfigError
 #: Bump when a change to the channel generators changes the numbers they produce.  2: the text group reads only
 #: where its gate finds text by default (``ocr="auto"``); 3: and gradient magnitude and edge distance are computed
 #: independent of the thread count (last-bit changes); 4: the OCR pads short lines less
-#: (:data:`foveate.query.text.ocr.REC_MIN_WIDTH`), so a few lines read differently.
+#: (:data:`foveate.channels.text.ocr.REC_MIN_WIDTH`), so a few lines read differently.
 ENCODER_VERSION = "4"
 
 #: Values of the ``ocr`` option of the text group: ``auto`` (the default: OCR where a detector pass on a small copy
-#: finds text, :mod:`foveate.query.text.gate`) or ``always`` (the whole image, as before 0.2.0).
+#: finds text, :mod:`foveate.channels.text.gate`) or ``always`` (the whole image, as before 0.2.0).
 OCR_MODES = ("auto", "always")
 #: Options of the built-in groups that have a default and a fixed set of values: ``name -> (default, values)``.  A
 #: config is checked against them when built, and an option at its default is dropped, so that ``EncodeConfig()``
@@ -43,7 +43,7 @@ class EncodeConfig:
     """What ``encode`` computes.
 
     Attributes:
-        preset: named set of channel groups: ``fast``, ``default`` or ``full`` (see ``foveate.core.channels.PRESETS``).
+        preset: named set of channel groups: ``fast``, ``default`` or ``full`` (see ``foveate.channels.registry.PRESETS``).
         groups: explicit group names; overrides ``preset`` when given.
         patch_size: P, the side in pixels of a level-0 tile (and of every token).
         max_levels: number of pyramid levels (0..max_levels-1); small images get fewer, down to a 1x1 grid.

@@ -62,7 +62,7 @@ def to_storage(maps: list, device: torch.device) -> list[torch.Tensor]:
 
 
 #: torch intra-op threads for small per-request CPU inference (a query's MiniLM embedding): one.  Measured on a
-#: 2-core CPU (``scripts/embed_threads.py``, BENCHMARKS.md): two threads embed a question in ~5 ms on an idle machine
+#: 2-core CPU (``scripts/embed_threads.py``, BENCHMARKS.md, "Text questions: OCR at encode, a MiniLM pass per question"): two threads embed a question in ~5 ms on an idle machine
 #: but in ~470 ms when two other processes keep the cores busy (each op's thread team waits for a descheduled
 #: member); one thread takes 9 ms idle, 17 ms busy.  Per-request latency must not depend on the neighbours, and a server gets its
 #: parallelism from concurrent requests.
@@ -122,7 +122,7 @@ def request_threads(n: int | None = None) -> contextlib.AbstractContextManager[N
 
 #: OpenCV threads for a video frame's motion-compensated update: one.  Its images are small (a 240 px flow copy,
 #: cells of a quarter tile, crops of 5 % of the frame): on a 2-core CPU OpenCV's second thread saves no wall time there
-#: and costs CPU in thread hand-offs (``foveate bench-video --cv-threads``, BENCHMARKS.md); a whole frame's encode
+#: and costs CPU in thread hand-offs (``foveate bench-video --cv-threads``, BENCHMARKS.md, "Video"); a whole frame's encode
 #: (keyframes, from scratch) keeps OpenCV's default.
 VIDEO_UPDATE_CV_THREADS = 1
 
@@ -185,7 +185,7 @@ def tune_allocator() -> bool:
     leaves the allocator alone).  By default glibc serves every array above a threshold (at most 32 MB) with a fresh
     ``mmap`` and trims freed memory back to the OS, so an encode that makes and frees many image-sized arrays pays
     page faults on every one: on 2 cores a 960x540 frame's ``fast`` encode spent half its time in the kernel
-    (BENCHMARKS.md).  The price: the process keeps its high-water mark of memory until it exits.  The command line
+    (BENCHMARKS.md, "The allocator").  The price: the process keeps its high-water mark of memory until it exits.  The command line
     and the service call this at start; a library user may call it once.  Returns whether the settings apply."""
     if os.environ.get("FOVEATE_MALLOC", "1").strip() == "0":
         return False

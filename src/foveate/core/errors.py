@@ -78,3 +78,8 @@ class VideoError(FoveateError):
 class WeightsError(FoveateError):
     """A weights file that cannot be used: missing, corrupt, not a foveate weights file, or written by another
     format version."""
+
+
+class MissingExtraError(FoveateError, ImportError):
+    """A command or module that needs one of foveate's optional extras, which is not installed (the message says which
+    one to install)."""

@@ -11,15 +11,18 @@ import hashlib
 import json
 import os
 import time
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Hashable, Mapping, TypeVar, cast
 
 import numpy as np
 import torch
 
 from . import ops
-from .channels import EncodeContext, get_group, resolve_groups, run_groups
+from ..channels.base import EncodeContext
+from ..channels.registry import get_group, resolve_groups, run_groups
 from .config import EncodeConfig, replace_config
 from .device import COMPUTE_DTYPE, resolve_device, to_storage
 from .errors import ConfigError, TextureFormatError
@@ -42,9 +45,13 @@ def texture_id(content_hash: str, config: EncodeConfig) -> str:
     return f"{content_hash[:32]}-{config.hash()}"
 
 
-#: the texture-cache key of :meth:`foveate.query.scorer.Scorer.evaluate`'s query-independent product of the
-#: features (dropped by :meth:`Texture.invalidate` with the other products of the features)
+#: the :meth:`Texture.derived` key family of :meth:`foveate.query.scorer.Scorer.evaluate`'s query-independent product
+#: of the features (dropped by :meth:`Texture.invalidate` with the other products of the features)
 CHANNEL_TERMS = "scorer_channel_terms"
+#: values :meth:`Texture.derived` keeps per texture; the least recently used goes first
+MAX_DERIVED = 16
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -77,7 +84,9 @@ class Texture:
     timings_ms: dict[str, float] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
     tensors: dict[str, torch.Tensor] = field(default_factory=dict)
-    _cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    #: key -> (depends on the features?, value): see :meth:`derived`
+    _derived: OrderedDict[Hashable, tuple[bool, Any]] = field(default_factory=OrderedDict, repr=False, compare=False)
+    _derived_lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     # -- geometry ------------------------------------------------------------------------------------------
     @property
@@ -137,37 +146,61 @@ class Texture:
             "extras": sum(t.numel() * t.element_size() for t in self.tensors.values()),
         }
 
-    # -- derived caches (rebuilt lazily; never saved) ----------------------------------------------------
+    # -- derived values (built on first use, kept in memory, never saved) ----------------------------------
+    def derived(self, key: Hashable, build: Callable[[], T], *, features: bool = True) -> T:
+        """``build()``, kept for the next call with ``key`` (at most :data:`MAX_DERIVED` values, the least recently
+        used dropped first).  What selection and the query terms compute once per texture: the pixel pyramid, the
+        flat features, the text index, the uniform layout's tiles per budget, a scorer's product of the features.
+
+        ``features``: the value depends on the feature texture or the pixels, and :meth:`invalidate` (``attach``, a
+        video update) and :meth:`to` drop it; ``False`` for what depends on neither (the stored OCR lines).  Threads
+        may call this at once: a value two of them build is kept once."""
+        with self._derived_lock:
+            hit = self._derived.get(key)
+            if hit is not None:
+                self._derived.move_to_end(key)
+                return cast(T, hit[1])
+        value = build()
+        with self._derived_lock:
+            self._derived[key] = (features, value)
+            self._derived.move_to_end(key)
+            while len(self._derived) > MAX_DERIVED:
+                self._derived.popitem(last=False)
+        return value
+
+    def derived_keys(self) -> list[Hashable]:
+        """The keys of the derived values kept now, least recently used first."""
+        with self._derived_lock:
+            return list(self._derived)
+
     def pixel_levels(self) -> list[np.ndarray]:
         """Pixel pyramid, level l of shape (gh_l * P, gw_l * P, 3) uint8 (see ``ops.pixel_pyramid``)."""
-        if "pixels" not in self._cache:
-            self._cache["pixels"] = ops.pixel_pyramid(self.image, self.patch_size, self.level_shapes)
-        return self._cache["pixels"]
+        return self.derived(("pixels",), lambda: ops.pixel_pyramid(self.image, self.patch_size, self.level_shapes),
+                            features=False)
 
     def flat_features(self) -> tuple[torch.Tensor, list[int]]:
         """All levels' [mean | max] stacked: (N_total, 2C) float32 on ``device``, and level start offsets."""
-        if "flat" not in self._cache:
-            offsets = np.cumsum([0] + [m.shape[0] * m.shape[1] for m in self.mean]).tolist()
-            if self.device.type == "cpu":  # NumPy, single-threaded: for arrays this small torch's intra-op threads
-                # cost more than they save, and keep spinning into whatever the process does next (video: +4 ms a frame
-                # on a busy 2-core machine)
-                c = len(self.channels)
-                flat = np.concatenate([np.concatenate([m.numpy().reshape(-1, c), x.numpy().reshape(-1, c)], axis=1)
-                                       for m, x in zip(self.mean, self.max)], axis=0)
-                self._cache["flat"] = (torch.from_numpy(flat.astype(np.float32)), offsets)
-            else:
-                rows = [torch.cat([m.reshape(-1, m.shape[-1]), x.reshape(-1, x.shape[-1])], dim=1)
-                        for m, x in zip(self.mean, self.max)]
-                self._cache["flat"] = (torch.cat(rows, 0).to(COMPUTE_DTYPE), offsets)
-        return self._cache["flat"]
+        return self.derived(("flat",), self._flat)
+
+    def _flat(self) -> tuple[torch.Tensor, list[int]]:
+        offsets: list[int] = np.cumsum([0] + [m.shape[0] * m.shape[1] for m in self.mean]).tolist()
+        if self.device.type == "cpu":  # NumPy, single-threaded: for arrays this small torch's intra-op threads
+            # cost more than they save, and keep spinning into whatever the process does next (video: +4 ms a frame
+            # on a busy 2-core machine)
+            c = len(self.channels)
+            flat = np.concatenate([np.concatenate([m.numpy().reshape(-1, c), x.numpy().reshape(-1, c)], axis=1)
+                                   for m, x in zip(self.mean, self.max)], axis=0)
+            return torch.from_numpy(flat.astype(np.float32)), offsets
+        rows = [torch.cat([m.reshape(-1, m.shape[-1]), x.reshape(-1, x.shape[-1])], dim=1)
+                for m, x in zip(self.mean, self.max)]
+        return torch.cat(rows, 0).to(COMPUTE_DTYPE), offsets
 
     def invalidate(self) -> None:
-        """Drop derived caches after the features changed (``attach``, video updates)."""
-        self._cache.pop("flat", None)
-        self._cache.pop("floor_static", None)
-        self._cache.pop(CHANNEL_TERMS, None)
-        for key in [k for k in self._cache if isinstance(k, tuple) and k[0] == "uniform"]:
-            self._cache.pop(key, None)  # the uniform layout's tiles (the video updates the pixels)
+        """Drop the derived values that depend on the features or pixels, after they changed (``attach``, video
+        updates)."""
+        with self._derived_lock:
+            for key in [k for k, (features, _) in self._derived.items() if features]:
+                del self._derived[key]
 
     def to(self, device: str | torch.device | None) -> Texture:
         """Move the feature tensors to ``device`` (in place; returns self)."""
@@ -175,7 +208,7 @@ class Texture:
         self.mean = [t.to(dev) for t in self.mean]
         self.max = [t.to(dev) for t in self.max]
         self.coverage = [t.to(dev) for t in self.coverage]
-        self._cache.pop("flat", None)
+        self.invalidate()
         return self
 
     # -- caller-supplied channels -------------------------------------------------------------------------
@@ -262,7 +295,7 @@ class Texture:
     def load(cls, path: str | Path | bytes | Mapping[str, Any], device: str | torch.device | None = "cpu",
              verify: bool = True) -> Texture:
         """Read a ``.fvt`` file, its bytes, or a row of a texture dataset (a mapping with a ``texture`` column, as
-        Ray, pandas or pyarrow give rows; see :mod:`foveate.dist`).  Encodes nothing.  A corrupt file or another
+        Ray, pandas or pyarrow give rows; see :mod:`foveate.ray`).  Encodes nothing.  A corrupt file or another
         format version raises :class:`TextureFormatError`; ``verify`` re-hashes the pixels against the stored
         content hash."""
         if isinstance(path, (bytes, bytearray, memoryview)):

@@ -330,18 +330,21 @@ def _image_part(run: _Run, image_rel: str, qs: list[EvalQuery]) -> _Run:
 
 def _reads_text(cfg: EvalConfig) -> bool:
     """Whether the run's textures have the text group (OCR at encode, MiniLM for the questions)."""
-    from ..core.channels import resolve_groups
+    from ..channels.registry import resolve_groups
 
     return "text" in resolve_groups(cfg.encode)
 
 
 def _ready_query_encoder(cfg: EvalConfig, queries: list[EvalQuery]) -> None:
-    """Set the question encoder up before forking when the textures will read text (its first use may export
-    MiniLM to ONNX, which workers racing each other would do twice): the workers inherit it."""
+    """Prepare the question encoder (``foveate prepare``: the onnxruntime export, once per machine) and set it up
+    before forking when the textures will read text: the workers inherit it, and the figures do not depend on whether
+    ``foveate prepare`` ran before."""
     text = next((q.text for q in queries if q.text), None)
     if text and _reads_text(cfg):
         from ..query.text import embed_query
+        from ..query.text.query_onnx import prepare_query_encoder
 
+        prepare_query_encoder()
         embed_query(text)
 
 

@@ -1,6 +1,6 @@
 """Video evaluation (``foveate eval-video``): per-frame coverage of an annotated object box (a ``queries.jsonl`` of
 frames with one box each, e.g. DAVIS 2016), the incremental updates against encoding every frame from scratch, in
-one run (:func:`eval_boxes`).  The figures in EVAL.md come from it:
+one run (:func:`eval_boxes`).  The figures in EVAL.md ("Video") come from it:
 
     foveate eval-video ../shared/data/davis2016_video --json out/video-eval.json
 """

@@ -1,9 +1,8 @@
-"""What a query asks, on the texture's grid.
+"""What a query asks, on the texture's grid, and how much each tile matters for it.
 
-``query`` (:class:`Query`: text and SAM-style prompts), ``terms`` (the query-term registry, the ``prompt`` term,
-``query_maps``), ``scorer`` (:class:`Scorer`: channels and query maps -> score and need), and the terms that
-register themselves on import: ``text/`` (OCR, MiniLM, the text channels and query term), ``emphasis`` (colour and
-reading words -> channels), ``semantic`` (image-text embeddings per tile).  ``terms`` imports the last three in that
-order, which fixes the order of ``terms.QUERY_TERMS``; ``foveate.core.channels`` imports the modules that register
-channel groups (``text.group``, ``semantic``) the first time its registry is used.
+``query`` (:class:`Query`: text and SAM-style prompts), ``base`` (:class:`QueryTerm`, :class:`TermOutput`,
+:class:`QueryMaps`), ``terms`` (the query-term registry, where the built-in terms are registered, and
+:func:`query_maps`), the built-in terms (``prompt``, ``text/``: where the answer to a question is; ``emphasis``:
+colour and reading words -> channels; ``semantic``: image-text embeddings per tile) and ``scorer`` (:class:`Scorer`:
+channels and query maps -> score and need, built from :class:`foveate.weights.Weights`).
 """

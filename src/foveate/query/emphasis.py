@@ -1,7 +1,7 @@
 """Query-aware channel emphasis: a documented rule that turns words of the query into extra weight on texture
 channels (the ``emphasis`` query term).
 
-The scorer's channel weights (``foveate.query.scorer.DEFAULT_WEIGHTS``) are query-blind.  Some questions say which
+The scorer's channel weights (``foveate.weights.defaults.DEFAULT_WEIGHTS``) are query-blind.  Some questions say which
 channels matter: a colour word asks about colour, "what does it say" asks about text.  The rule, applied to the
 query's words (case-folded, accents stripped):
 
@@ -26,16 +26,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._lazy import lazy_module
-from .terms import QueryTerm, register_query_term
-from .text import tokenize
+from ..core.types import F32
+from ..weights.defaults import QUERY_WEIGHTS
+from .base import QueryTerm
+from .text.match import tokenize
 
 cv2 = lazy_module("cv2")
 
 if TYPE_CHECKING:
     from ..core.texture import Texture
+    from ..weights.weights import Weights
     from .query import Query
 
-EMPHASIS_WEIGHT = 1.5
+EMPHASIS_WEIGHT = QUERY_WEIGHTS["emphasis"]
 
 #: colour name -> sRGB prototype
 COLOURS: dict[str, tuple[int, int, int]] = {
@@ -66,7 +69,7 @@ def emphasis_rules(words: set[str]) -> list[str]:
     return rules
 
 
-def emphasis_map(texture: Texture, query: Query, notes: list) -> np.ndarray | None:
+def emphasis_map(texture: Texture, query: Query, weights: Weights | None = None) -> F32 | None:
     """The ``emphasis`` query term (see the module docstring); ``None`` when no rule applies."""
     if query.text is None:
         return None
@@ -90,6 +93,5 @@ def emphasis_map(texture: Texture, query: Query, notes: list) -> np.ndarray | No
     return np.max(np.stack(maps), axis=0).astype(np.float32)
 
 
-register_query_term(QueryTerm("emphasis", emphasis_map, EMPHASIS_WEIGHT,
-                              "query-aware channel emphasis: colour words -> RGB, reading words -> text channels",
-                              uses_text=True))
+EMPHASIS = QueryTerm("emphasis", emphasis_map, EMPHASIS_WEIGHT,
+                     "query-aware channel emphasis: colour words -> RGB, reading words -> text channels", uses_text=True)

@@ -1,4 +1,5 @@
-"""Relevance: the :class:`Scorer` that fuses the texture's channels with the query maps.
+"""Relevance: the :class:`Scorer` that fuses the texture's channels with the query maps, built from the relevance model
+(:class:`foveate.weights.Weights`) for one channel layout.
 
 For every tile at every level the scorer reads the tile's mean-mip and max-mip channels and the query maps
 (:func:`foveate.query.terms.query_maps`)::
@@ -8,63 +9,35 @@ For every tile at every level the scorer reads the tile's mean-mip and max-mip c
     need = floor + max(0, v . [mean | max] + u . query_maps)  (how much a tile gains from a finer level)
 
 The quadtree splits the tile with the highest ``relevance * need * (2**level) ** area_exponent * exp(prior[level])``;
-the top-k cascade ranks by ``score``.  The hand-set weights (``DEFAULT_WEIGHTS``, ``DEFAULT_NEED``, the query terms'
-own weights, no level prior) are documented below; ``foveate train`` learns all of them from annotated data
-(:mod:`foveate.train`) and writes a weights file (:mod:`foveate.weights`) that builds a scorer for any channel
-layout.  A learned scorer also carries the ``text`` term's answer ranker and the uniform-floor gate
-(:mod:`foveate.selection.floor`).
+the top-k cascade ranks by ``score``.  The weights come from :class:`~foveate.weights.Weights` (the hand-set constants
+of :mod:`foveate.weights.defaults`, or what ``foveate train`` learned); the text term's learned parts and the floor
+gate stay in the weights (``scorer.weights.text``, ``scorer.weights.floor``), where the query terms and selection read
+them.
 """
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+import warnings
+from typing import Any, Callable, Hashable, Mapping, Sequence, TypeVar
 
 import numpy as np
 import torch
 from torch import nn
 
 from ..core.texture import CHANNEL_TERMS
+from ..core.types import F32, F64
+from ..weights.defaults import (DEFAULT_NEED, DEFAULT_WEIGHTS, MAX_LEVELS, NEED_FLOOR, TEXT_FILL, TEXT_HEIGHT,
+                                TEXT_PAD, TEXT_SHARPNESS, USER_CHANNEL_WEIGHT)
+from ..weights.weights import FloorGate, TextTerm, Weights, WeightsSpec, load_weights
 from .terms import QUERY_TERMS
 
-#: channel -> (weight on the mean-mip, weight on the max-mip).  Channels not listed weigh 0.
-DEFAULT_WEIGHTS: dict[str, tuple[float, float]] = {
-    "saliency": (0.5, 1.0),          # what stands out
-    "edges_dark": (0.0, 0.4),        # ink, strokes, contours (max: a small detail survives coarse levels)
-    "edges_light": (0.0, 0.4),
-    "highpass": (0.5, 0.0),          # fine texture
-    "eccentricity": (-0.5, 0.0),     # mild centre bias
-    "edge_distance": (-0.5, 0.0),    # far from any edge = flat = little to see
-    "boundaries": (0.0, 0.3),        # object outlines
-    "motion": (0.5, 0.5),            # video: what moves
-    "prev_relevance": (0.5, 0.0),    # video: what mattered a frame ago (warped)
-    "fixations": (0.2, 0.0),         # video: what was looked at
-    "text": (0.5, 1.0),              # OCR text regions
-    "text_density": (0.0, 0.5),      # small, dense print (characters per tile)
-    "attn_vlm": (1.0, 0.5),          # caller-supplied maps
-    "attn_accum": (0.5, 0.0),
-    "gaze": (1.0, 0.5),
-}
-#: weights for caller channels attached under a new name (``user:<name>``)
-USER_CHANNEL_WEIGHT = (1.0, 0.5)
+__all__ = ["CHANNEL_TERMS", "DEFAULT_NEED", "DEFAULT_WEIGHTS", "MAX_LEVELS", "NEED_FLOOR", "TEXT_FILL", "TEXT_HEIGHT",
+           "TEXT_PAD", "TEXT_SHARPNESS", "USER_CHANNEL_WEIGHT", "Memo", "Scorer", "default_scorer", "handset_scorer",
+           "resolve_scorer"]
 
-#: Levels a level prior can hold (EncodeConfig.max_levels is at most 10).
-MAX_LEVELS = 10
-#: The learned text term paints a line with value 1 + log(p) / TEXT_SHARPNESS (clipped to [0, 1]), p the
-#: ranker's probability, grown by TEXT_PAD line heights: with query weight a, relevance ~ p ** (a / 10).  A tile
-#: the grown box covers a fraction f of gets that value times 1 - TEXT_FILL (1 - f): with TEXT_FILL 0 every tile
-#: it touches gets the full value (weights files that do not name a fill).
-TEXT_SHARPNESS, TEXT_PAD, TEXT_FILL = 10.0, 0.25, 0.0
-#: The height of the print an OCR line box holds, as a share of the box's height (the boxes hug ascenders, descenders
-#: and a margin): the ``auto`` mode's legibility estimate.  ``foveate train`` measures it on its training pages
-#: (annotated text heights against the OCR boxes of the answer lines); this is the value for files without one.
-TEXT_HEIGHT = 0.7
-
-#: channel -> weight on the max-mip for the need for detail
-DEFAULT_NEED: dict[str, float] = {
-    "edges_dark": 0.5, "edges_light": 0.5, "highpass": 1.0, "lowpass": 0.5, "text": 1.0, "boundaries": 0.3,
-    "text_density": 2.0,  # small print must reach level 0 to stay legible
-}
-NEED_FLOOR = 0.05
+T = TypeVar("T")
+#: a texture's memo (:meth:`foveate.core.texture.Texture.derived`): ``memo(key, build)`` -> the kept or built value
+Memo = Callable[[Hashable, Callable[[], Any]], Any]
 
 
 class Scorer(nn.Module):
@@ -72,66 +45,77 @@ class Scorer(nn.Module):
 
     Args:
         channels: the texture's channel names (weights are looked up by name, so any preset works).
-        weights: channel -> (mean weight, max weight); defaults to ``DEFAULT_WEIGHTS``.
-        need: channel -> max-mip weight for the need for detail; defaults to ``DEFAULT_NEED``.
-        query_weights: query term -> weight; defaults to each registered term's weight.
-        query_need: query term -> weight in the need for detail; defaults to each term's ``need_weight``.
-        bias: constant added to every score.
-        level_prior: per pyramid level, added to the quadtree's log-priority of splitting a tile of that level
-            (``None``: zeros, the hand-set behaviour).
-        text_ranker: the learned answer ranker the ``text`` query term uses (``None``: the hand-set matching).
-        text_extent: the learned model of which neighbours of a likely line continue its answer
-            (``foveate.query.text.extent``; ``None``: the lines alone are painted).
-        text_sharpness, text_pad, text_fill: how the ranker's line probabilities are painted (see
-            ``foveate.query.text.term``).
-        text_height: the print's height per OCR box height (:data:`TEXT_HEIGHT`; ``foveate.selection.auto``).
-        floor: the uniform-floor gate's weights by feature name (``None``: no floor).
+        weights: the relevance model (default: the hand-set one).  A channel it does not weigh keeps its hand-set
+            weight (:data:`~foveate.weights.defaults.DEFAULT_WEIGHTS`), a caller channel ``user:<name>``
+            :data:`~foveate.weights.defaults.USER_CHANNEL_WEIGHT`, a query term it does not name the term's own.
+
+    The 0.2 keyword form (``Scorer(channels, weights={...}, need={...}, bias=...)``) still works until 0.4, with a
+    warning: the keywords become a :class:`Weights` in which channels not given weigh 0.
     """
 
-    def __init__(self, channels: Sequence[str], weights: Mapping[str, tuple[float, float]] | None = None,
-                 need: Mapping[str, float] | None = None, query_weights: Mapping[str, float] | None = None,
-                 bias: float = 0.0, need_floor: float = NEED_FLOOR,
-                 query_need: Mapping[str, float] | None = None, need_mean: Mapping[str, float] | None = None,
-                 level_prior: Sequence[float] | None = None, text_ranker: nn.Module | None = None,
-                 text_sharpness: float = TEXT_SHARPNESS, text_pad: float = TEXT_PAD, text_fill: float = TEXT_FILL,
-                 floor: Mapping[str, float] | None = None, text_height: float = TEXT_HEIGHT,
-                 text_extent: nn.Module | None = None) -> None:
+    def __init__(self, channels: Sequence[str], weights: Weights | Mapping[str, tuple[float, float]] | None = None,
+                 **legacy: Any) -> None:
         super().__init__()
+        if legacy or (weights is not None and not isinstance(weights, Weights)):
+            warnings.warn("Scorer(channels, weights={...}, need=..., ...) is deprecated: pass a foveate.weights.Weights "
+                          "(Weights.handset().replace(...)); the keyword form goes away in foveate 0.4",
+                          DeprecationWarning, stacklevel=2)
+            weights = _legacy_weights(weights, **legacy)
+        model = Weights.handset() if weights is None else weights
+        self.weights = model
         self.channels = tuple(channels)
-        weights = DEFAULT_WEIGHTS if weights is None else weights
-        need = DEFAULT_NEED if need is None else need
+        channel = {**{k: v for k, v in DEFAULT_WEIGHTS.items() if k not in model.channel}, **model.channel}
         c = len(self.channels)
         w = torch.zeros(2 * c)
         v = torch.zeros(2 * c)
         for i, name in enumerate(self.channels):
-            wm, wx = weights.get(name, USER_CHANNEL_WEIGHT if name.startswith("user:") else (0.0, 0.0))
+            wm, wx = channel.get(name, USER_CHANNEL_WEIGHT if name.startswith("user:") else (0.0, 0.0))
             w[i], w[c + i] = wm, wx
-            v[c + i] = need.get(name, 0.0)
-            v[i] = (need_mean or {}).get(name, 0.0)
+            v[i], v[c + i] = model.need.get(name, (0.0, 0.0))
         self.weight = nn.Parameter(w)
         self.need_weight = nn.Parameter(v)
-        self.bias = nn.Parameter(torch.tensor(float(bias)))
+        self.bias = nn.Parameter(torch.tensor(float(model.bias)))
         qw = {name: t.weight for name, t in QUERY_TERMS.items()}
-        qw.update(query_weights or {})
+        qw.update(model.query)
         self.query_names = tuple(qw)
         self.query_weight = nn.Parameter(torch.tensor([qw[n] for n in self.query_names], dtype=torch.float32))
         qn = {name: t.need_weight for name, t in QUERY_TERMS.items()}
-        qn.update(query_need or {})
+        qn.update(model.query_need)
         self.query_need = nn.Parameter(torch.tensor([qn.get(n, 0.0) for n in self.query_names], dtype=torch.float32))
-        self.need_floor = float(need_floor)
+        self.need_floor = float(model.need_floor)
         prior = torch.zeros(MAX_LEVELS)
-        if level_prior is not None:
-            vals = torch.as_tensor(list(level_prior), dtype=torch.float32)[:MAX_LEVELS]
+        if model.level_prior:
+            vals = torch.as_tensor(list(model.level_prior), dtype=torch.float32)[:MAX_LEVELS]
             prior[: len(vals)] = vals
         self.level_prior = nn.Parameter(prior)
-        self.text_ranker, self.text_extent = text_ranker, text_extent
-        self.text_sharpness, self.text_pad, self.text_fill = float(text_sharpness), float(text_pad), float(text_fill)
-        self.text_height = float(text_height)
-        self.floor = dict(floor) if floor is not None else None
 
-    def prior(self, num_levels: int) -> np.ndarray:
+    @classmethod
+    def from_weights(cls, weights: Weights, channels: Sequence[str], device: torch.device | str = "cpu") -> Scorer:
+        """The scorer of ``weights`` for this channel layout, on ``device`` in eval mode (kept in ``weights.scorers``
+        per layout, query-term set and device: built once)."""
+        key = (tuple(channels), tuple(QUERY_TERMS), str(device))
+        scorer = weights.scorers.get(key)
+        if scorer is None:
+            scorer = weights.scorers[key] = cls(channels, weights).to(torch.device(device)).eval()
+        return scorer
+
+    @property
+    def text(self) -> TextTerm:
+        """The text term's learned parts (``weights.text``)."""
+        return self.weights.text
+
+    @property
+    def floor(self) -> FloorGate | None:
+        """The uniform-floor gate (``weights.floor``)."""
+        return self.weights.floor
+
+    def prior(self, num_levels: int) -> F64:
         """(num_levels,) float64: the per-level prior added to the quadtree's log-priority."""
-        return self.level_prior.detach().double().cpu().numpy()[:num_levels]
+        out: F64 = self.level_prior.detach().double().cpu().numpy()[:num_levels]
+        return out
+
+    def _query_index(self, qnames: Sequence[str], device: torch.device) -> torch.Tensor:
+        return torch.tensor([self.query_names.index(n) for n in qnames], device=device)
 
     def forward(self, feats: torch.Tensor, qmaps: torch.Tensor | None = None,
                 qnames: Sequence[str] = ()) -> tuple[torch.Tensor, torch.Tensor]:
@@ -143,7 +127,7 @@ class Scorer(nn.Module):
         score = feats @ self.weight.to(feats) + self.bias.to(feats)
         need = feats @ self.need_weight.to(feats)
         if qmaps is not None and len(qnames):
-            idx = torch.tensor([self.query_names.index(n) for n in qnames], device=feats.device)
+            idx = self._query_index(qnames, feats.device)
             score = score + qmaps @ self.query_weight.to(feats)[idx]
             need = need + qmaps @ self.query_need.to(feats)[idx]
         need = self.need_floor + torch.clamp(need, min=0.0)
@@ -162,38 +146,39 @@ class Scorer(nn.Module):
         w_opt = torch.cat([torch.clamp(w0, max=0.0), torch.clamp(w0, min=0.0)]).to(feats)
         est = feats @ w_opt + self.bias.to(feats)
         if qmaps is not None and len(qnames):
-            idx = torch.tensor([self.query_names.index(n) for n in qnames], device=feats.device)
-            est = est + qmaps @ self.query_weight.to(feats)[idx]
+            est = est + qmaps @ self.query_weight.to(feats)[self._query_index(qnames, feats.device)]
         return est
 
-    def evaluate(self, feats: torch.Tensor, qmaps: torch.Tensor | None = None,
-                 qnames: Sequence[str] = (), cache: dict | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def evaluate(self, feats: torch.Tensor, qmaps: torch.Tensor | None = None, qnames: Sequence[str] = (),
+                 memo: Memo | None = None) -> tuple[F32, F32, F32]:
         """Inference for ``select``: ``(score, need, bound)`` as (N,) float32 NumPy arrays.
 
         Same numbers as :meth:`forward` and :meth:`bound`.  On the CPU this is a single-threaded NumPy product:
         for a product this small, torch's intra-op threads cost 10x (2 ms -> 20+ ms) on a busy 2-core machine.
-        The channels' part does not depend on the query: given a ``cache`` (the texture's), it is kept there for
-        the next query, for these ``feats`` (the same tensor object) and these weights (compared by value).
+        The channels' part does not depend on the query: given the texture's ``memo`` (``texture.derived``), whose
+        flat features ``feats`` are, it is kept there for the next query, per weights (compared by value).
         """
         if feats.device.type != "cpu":
             with torch.inference_mode():
-                score, need = self(feats, qmaps, qnames)
-                bound = self.bound(feats, qmaps, qnames)
-            return tuple(t.float().cpu().numpy() for t in (score, need, bound))  # type: ignore[return-value]
+                score_t, need_t = self(feats, qmaps, qnames)
+                bound_t = self.bound(feats, qmaps, qnames)
+            s, n, b = (t.float().cpu().numpy() for t in (score_t, need_t, bound_t))
+            return s, n, b
         c = len(self.channels)
         w = self.weight.detach().float().numpy()
         w0 = w[:c] + w[c:]
         mat = np.stack([w, self.need_weight.detach().float().numpy(),
                         np.concatenate([np.minimum(w0, 0.0), np.maximum(w0, 0.0)])], axis=1)
-        kept = cache.get(CHANNEL_TERMS) if cache is not None else None
-        if kept is not None and kept[0] is feats and np.array_equal(kept[1], mat):
-            prod = kept[2]
-        else:
-            prod = np.einsum("ij,jk->ik", feats.numpy(), mat)  # einsum: no BLAS threads
-            if cache is not None:
-                cache[CHANNEL_TERMS] = (feats, mat, prod)
+
+        def product() -> tuple[torch.Tensor, F32]:
+            return feats, np.einsum("ij,jk->ik", feats.numpy(), mat)  # einsum: no BLAS threads
+
+        kept_feats, prod = product() if memo is None else memo((CHANNEL_TERMS, mat.tobytes()), product)
+        if kept_feats is not feats:  # features other than the ones the memo's texture holds: not kept
+            prod = product()[1]
         bias = float(self.bias.detach())
-        q = qn = 0.0
+        q: F32 | float = 0.0
+        qn: F32 | float = 0.0
         if qmaps is not None and len(qnames):
             idx = [self.query_names.index(n) for n in qnames]
             a = self.query_weight.detach().float().numpy()[idx]
@@ -217,20 +202,41 @@ class Scorer(nn.Module):
         return dict(sorted(out.items(), key=lambda kv: -abs(kv[1])))
 
 
-_DEFAULT_SCORERS: dict[tuple, Scorer] = {}
+def _legacy_weights(weights: Mapping[str, tuple[float, float]] | None = None, need: Mapping[str, float] | None = None,
+                    query_weights: Mapping[str, float] | None = None, bias: float = 0.0,
+                    need_floor: float = NEED_FLOOR, query_need: Mapping[str, float] | None = None,
+                    need_mean: Mapping[str, float] | None = None, level_prior: Sequence[float] | None = None,
+                    text_ranker: Any = None, text_sharpness: float = TEXT_SHARPNESS, text_pad: float = TEXT_PAD,
+                    text_fill: float = TEXT_FILL, floor: Mapping[str, float] | None = None,
+                    text_height: float = TEXT_HEIGHT, text_extent: Any = None) -> Weights:
+    """The 0.2 keyword form of :class:`Scorer` as :class:`Weights` (channels not given weigh 0, as they did)."""
+    channel = {k: (0.0, 0.0) for k in DEFAULT_WEIGHTS}
+    channel.update({k: (float(v[0]), float(v[1])) for k, v in (DEFAULT_WEIGHTS if weights is None else weights).items()})
+    need_max = DEFAULT_NEED if need is None else need
+    names = set(need_max) | set(need_mean or {})
+    return Weights("custom", channel, {k: (float((need_mean or {}).get(k, 0.0)), float(need_max.get(k, 0.0)))
+                                       for k in names},
+                   dict(query_weights or {}), dict(query_need or {}), float(bias), float(need_floor),
+                   tuple(level_prior or ()), TextTerm(text_ranker, text_extent, text_sharpness, text_pad, text_fill,
+                                                      text_height),
+                   FloorGate(dict(floor)) if floor is not None else None)
 
 
-def handset_scorer(channels: Sequence[str], device: torch.device) -> Scorer:
-    """The hand-set scorer for a channel layout (cached per layout, query-term set and device)."""
-    key = (tuple(channels), tuple(QUERY_TERMS), str(device))
-    if key not in _DEFAULT_SCORERS:
-        _DEFAULT_SCORERS[key] = Scorer(channels).to(device).eval()
-    return _DEFAULT_SCORERS[key]
+def handset_scorer(channels: Sequence[str], device: torch.device | str = "cpu") -> Scorer:
+    """The hand-set scorer for a channel layout (built once per layout, query-term set and device)."""
+    return Scorer.from_weights(load_weights("handset"), channels, device)
 
 
-def default_scorer(channels: Sequence[str], device: torch.device) -> Scorer:
-    """The scorer ``select`` uses when given none: the package's default weights (``foveate.weights``; the
-    trained ones it ships, else the hand-set ones) for this channel layout."""
-    from ..weights import load_weights
+def default_scorer(channels: Sequence[str], device: torch.device | str = "cpu") -> Scorer:
+    """The scorer ``select`` uses when given none: the package's default weights (the trained ones it ships, else
+    the hand-set ones) for this channel layout."""
+    return Scorer.from_weights(load_weights(None), channels, device)
 
-    return load_weights(None).scorer(channels, device)
+
+def resolve_scorer(weights: WeightsSpec, scorer: Scorer | None, channels: Sequence[str],
+                   device: torch.device | str) -> Scorer:
+    """The scorer ``select`` uses: an explicit ``scorer`` wins, else one built from ``weights`` (default: the
+    package's default weights)."""
+    if scorer is not None:
+        return scorer
+    return Scorer.from_weights(load_weights(weights), channels, device)

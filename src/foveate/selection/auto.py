@@ -4,7 +4,8 @@ The quadtree covers the image with disjoint tiles, so a level-0 tile costs its a
 of small print that straddles a coarse tile boundary needs twice the splits, and at 64 tokens it stays blurred.  The
 top-k layout (a gist of the coarsest tiles plus level-0 tiles) pays one token per sharp tile but cannot stop at a
 coarser level where the text is large enough.  Which is better depends on the page and the question, and a learned
-text term says where the answer probably is: the answer ranker's probability for every OCR line.  So ``auto``
+text term says where the answer probably is: the answer ranker's probability for every OCR line (the query maps'
+:class:`~foveate.query.base.LikelyLines`).  So ``auto``
 makes the quadtree, and the top-k layout too when the quadtree leaves some of that probability blurred (each a
 millisecond or two), and keeps the one with the larger *expected legible answer*,
 
@@ -25,6 +26,7 @@ import numpy as np
 
 from ..core.config import LEGIBLE_PX
 from ..core.ops import axis_overlap
+from ..query.base import LikelyLines
 
 #: lines under this probability are left out of the expectation (they cannot change it by more than their sum)
 MIN_PROBABILITY = 0.01
@@ -82,25 +84,8 @@ def expected_legible(tiles: list[tuple[int, int, int]], grid0: tuple[int, int], 
     return float(np.dot(np.asarray(probs, np.float64)[keep], share))
 
 
-def likely_lines(texture, query, scorer) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """(boxes, estimated text heights, probabilities) of the OCR lines for ``query``'s text, from the scorer's
-    answer ranker (cached per question by the text term); ``None`` when there is nothing to weigh."""
-    ranker = getattr(scorer, "text_ranker", None)
-    if ranker is None or query.text is None:
-        return None
-    from ..query.text.layout import text_index
-    from ..query.text.term import answer_probabilities
-
-    index = text_index(texture)
-    if index is None or not index.lines:
-        return None
-    p = answer_probabilities(index, query.text, ranker)
-    boxes = np.asarray(index.boxes, np.float64)
-    return boxes, (boxes[:, 3] - boxes[:, 1]) * scorer.text_height, np.asarray(p, np.float64)
-
-
 def choose(candidates: dict[str, Callable[[], list[tuple[int, int, int]]]], grid0: tuple[int, int], patch: int,
-           lines: tuple[np.ndarray, np.ndarray, np.ndarray] | None) -> tuple[str, list, dict[str, float]]:
+           lines: LikelyLines | None) -> tuple[str, list[tuple[int, int, int]], dict[str, float]]:
     """The candidate layout with the largest expected legible answer: (its name, its tiles, every computed
     candidate's expectation).  ``candidates`` map names to functions making the tiles, the default (kept on ties)
     first; the others are not made when ``lines`` is None or the default already makes every likely line legible."""
@@ -108,13 +93,13 @@ def choose(candidates: dict[str, Callable[[], list[tuple[int, int, int]]]], grid
     best, tiles = names[0], candidates[names[0]]()
     if lines is None:
         return best, tiles, {}
-    reachable = float(lines[2][lines[2] >= MIN_PROBABILITY].sum())  # what a layout making every line legible gets
-    got = {best: expected_legible(tiles, grid0, patch, *lines)}
+    reachable = float(lines.probs[lines.probs >= MIN_PROBABILITY].sum())  # what a layout making every line legible gets
+    got = {best: expected_legible(tiles, grid0, patch, lines.boxes, lines.heights, lines.probs)}
     for n in names[1:]:
         if got[best] >= reachable - MARGIN:  # nothing left to gain
             break
         t = candidates[n]()
-        got[n] = expected_legible(t, grid0, patch, *lines)
+        got[n] = expected_legible(t, grid0, patch, lines.boxes, lines.heights, lines.probs)
         if got[n] > got[best] + MARGIN:
             best, tiles = n, t
     return best, tiles, got

@@ -15,16 +15,18 @@ said where to look); ``SelectConfig(floor="off")`` turns it off.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
+from ..channels.text.group import stored_lines
+from ..weights.weights import FloorGate
 from .uniform import uniform_scale
 
 if TYPE_CHECKING:
     from ..core.texture import Texture
+    from ..query.base import LikelyLines
     from ..query.query import Query
-    from ..query.scorer import Scorer
 
 #: The gate's inputs, in order (a weights file names them; a missing weight counts as 0).
 FLOOR_FEATURES = (
@@ -45,40 +47,41 @@ FLOOR_FEATURES = (
 MIN_TEXT_SHARE = 1.0 / 256
 
 
-def floor_features(texture: Texture, query: Query, scorer: Scorer, budget: int) -> dict[str, float]:
-    """The gate's inputs (:data:`FLOOR_FEATURES`) for one (texture, query, budget)."""
-    from ..query.text.layout import text_index
-    from ..query.text.term import answer_probabilities
-
+def floor_features(texture: Texture, query: Query, lines: LikelyLines | None, budget: int) -> dict[str, float]:
+    """The gate's inputs (:data:`FLOOR_FEATURES`) for one (texture, query, budget); ``lines``: the likely answer lines
+    the learned text term gave for the query (``None``: no text signal)."""
     gh, gw = texture.level_shapes[0]
     s = uniform_scale(texture.image_size, texture.patch_size, budget)
-    index = text_index(texture)
-    lines = index is not None and len(index.lines) > 0
-    ranker = getattr(scorer, "text_ranker", None)
-    signal = lines and query.text is not None and ranker is not None
-    static = texture._cache.get("floor_static")  # what does not depend on the query or the budget
-    if static is None:
-        h_med = float(np.median(index.boxes[:, 3] - index.boxes[:, 1])) if lines else 0.0
-        share = float((texture.channel("text") > 0).mean()) if "text" in texture.channels else 0.0
-        static = texture._cache["floor_static"] = (h_med, share)
-    h_med, share = static
-    legible = float(np.clip(math.log2(max(h_med, 1.0) / (8.0 * s)), -4.0, 4.0)) if lines else 0.0
-    top = float(answer_probabilities(index, query.text, ranker).max()) if signal else 0.0
-    return {"bias": 1.0, "log_scale": math.log2(s), "print_legible": legible, "has_lines": float(lines),
+    h_med, share, has_lines = texture.derived(("floor_static",), lambda: _static(texture))
+    legible = float(np.clip(math.log2(max(h_med, 1.0) / (8.0 * s)), -4.0, 4.0)) if has_lines else 0.0
+    signal = lines is not None
+    top = lines.top if lines is not None else 0.0
+    return {"bias": 1.0, "log_scale": math.log2(s), "print_legible": legible, "has_lines": float(has_lines),
             "text_signal": float(signal), "top_prob": top, "prompt": float(query.has_prompt),
             "no_query": float(query.is_empty), "log_budget_share": math.log2(budget / (gh * gw)),
             "text_share": share, "signal_text_share": float(signal) * math.log2(max(share, MIN_TEXT_SHARE))}
 
 
-def floor_margin(weights: dict[str, float], features: dict[str, float]) -> float:
+def _static(texture: Texture) -> tuple[float, float, bool]:
+    """What does not depend on the query or the budget: the median OCR line height, the share of level-0 tiles
+    holding text, whether OCR found lines."""
+    ocr = stored_lines(texture)
+    has_lines = bool(ocr)
+    boxes = np.array([ln.box for ln in ocr or ()], np.float64).reshape(-1, 4)
+    h_med = float(np.median(boxes[:, 3] - boxes[:, 1])) if has_lines else 0.0
+    share = float((texture.channel("text") > 0).mean()) if "text" in texture.channels else 0.0
+    return h_med, share, has_lines
+
+
+def floor_margin(weights: Mapping[str, float], features: Mapping[str, float]) -> float:
     """``w . f``: positive -> the foveated selection is expected to win, negative -> the uniform layout."""
-    return float(sum(weights.get(k, 0.0) * v for k, v in features.items()))
+    return FloorGate(weights).margin(features)
 
 
-def prefer_uniform(texture: Texture, query: Query, scorer: Scorer, budget: int) -> tuple[bool, float]:
-    """``(take the uniform layout?, the gate's margin)``; ``(False, inf)`` for a scorer without a gate."""
-    gate = getattr(scorer, "floor", None)
-    if not gate:
+def prefer_uniform(texture: Texture, query: Query, gate: FloorGate | None, lines: LikelyLines | None,
+                   budget: int) -> tuple[bool, float]:
+    """``(take the uniform layout?, the gate's margin)``; ``(False, inf)`` without a gate."""
+    if gate is None or not gate.weights:
         return False, math.inf
-    margin = floor_margin(gate, floor_features(texture, query, scorer, budget))
+    margin = gate.margin(floor_features(texture, query, lines, budget))
     return margin < 0.0, margin

@@ -29,10 +29,12 @@ import torch
 from ..core.config import SelectConfig, replace_config
 from ..core.errors import QueryError
 from ..core.texture import Texture
+from ..query.base import LikelyLines
 from ..query.query import MAX_QUERY_CHARS, Query
-from ..query.scorer import Scorer, default_scorer
+from ..query.scorer import Scorer, default_scorer, resolve_scorer
 from ..query.terms import QUERY_TERMS, query_maps
-from .auto import choose, likely_lines
+from ..weights.weights import WeightsSpec
+from .auto import choose
 from .quadtree import covers, quadtree_select, require_cover
 from .selection import Selection
 from .floor import prefer_uniform
@@ -56,22 +58,23 @@ class Scores:
     flat_q: torch.Tensor | None
     qnames: list[str]
     offsets: list[int]
+    lines: LikelyLines | None = None  # where the answer probably is (the learned text term's lines)
 
 
 def score_texture(texture: Texture, query: Query, scorer: Scorer | None = None) -> Scores:
     """Evaluate the scorer (default: the package's default weights) on every tile of every level for ``query``."""
     feats, offsets = texture.flat_features()
     scorer = scorer or default_scorer(texture.channels, feats.device)
-    qm = query_maps(texture, query, scorer=scorer)
+    qm = query_maps(texture, query, scorer.weights)
     flat_q = qm.flat(texture, feats.device)
-    score, need, bound = scorer.evaluate(feats, flat_q, qm.names, cache=texture._cache)
+    score, need, bound = scorer.evaluate(feats, flat_q, qm.names, memo=texture.derived)
     shapes = texture.level_shapes
 
     def per_level(a: np.ndarray) -> list[np.ndarray]:
         return [a[offsets[i] : offsets[i + 1]].reshape(shapes[i]) for i in range(len(shapes))]
 
     return Scores(per_level(score), per_level(need), per_level(bound), list(qm.notes), feats, flat_q,
-                  list(qm.names), offsets)
+                  list(qm.names), offsets, qm.lines)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -123,7 +126,7 @@ def resolve_select_config(config: SelectConfig | None, budget: int | None, mode:
 
 
 def select(texture: Texture, query: Any = None, budget: int | None = None, *, mode: str | None = None,
-           config: SelectConfig | None = None, scorer: Scorer | None = None, weights: Any = None,
+           config: SelectConfig | None = None, scorer: Scorer | None = None, weights: WeightsSpec = None,
            explain: bool = False, **overrides: Any) -> Selection:
     """Pick tokens for one query from an encoded texture.
 
@@ -138,8 +141,6 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
         scorer: an explicit :class:`Scorer` (overrides ``weights``).
         explain: record which channels and query terms drove the chosen tiles (``Selection.explain``).
     """
-    from ..weights import resolve_scorer
-
     if not isinstance(texture, Texture):
         raise QueryError(f"select needs a Texture as its first argument, got {type(texture).__name__}: encode the "
                          "image first (foveate.encode(image)), or use FoveatePredictor.set_image")
@@ -167,7 +168,7 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
         require_cover(shapes, cfg.budget)  # a budget the quadtree cannot start from is an error, floor or not
     if (foveated and cfg.floor == "auto" and cfg.budget < shapes[0][0] * shapes[0][1]
             and not q.has_prompt and "semantic" not in sc.qnames):
-        take, margin = prefer_uniform(texture, q, scorer, cfg.budget)
+        take, margin = prefer_uniform(texture, q, scorer.floor, sc.lines, cfg.budget)
         if take:
             layout = "uniform"
             notes.append(f"uniform floor: at {cfg.budget} tokens the learned gate expects the whole image "
@@ -179,7 +180,7 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
         if foveated and covers(shapes, cfg.budget):
             candidates["quadtree"] = lambda: quadtree_select(sc.score, sc.need, cfg.budget, cfg.area_exponent,
                                                              cfg.min_level, prior=scorer.prior(n_levels))
-        lines = likely_lines(texture, q, scorer) if mode == "auto" else None  # what auto weighs the layouts by
+        lines = sc.lines if mode == "auto" else None  # what auto weighs the layouts by
         if mode == "topk" or (mode == "auto" and (not candidates or lines is not None)):
             gist_tiles, k = topk_split(shapes, cfg.budget, cfg.gist)
             candidates["topk"] = lambda: gist_tiles + _topk_tiles(sc, cfg, n_levels, k)
@@ -270,13 +271,8 @@ def _uniform_parts(texture: Texture, sc: Scores, cfg: SelectConfig) -> dict:
     centers = np.stack([(boxes[:, 0] + boxes[:, 2]) / 2.0 / w, (boxes[:, 1] + boxes[:, 3]) / 2.0 / h], -1)
     patches = None
     if cfg.cut:  # the same tiles for every query at this budget: cut once per texture (a resize of the whole image)
-        key = ("uniform", s, ny, nx)
-        cached = texture._cache.get(key)
-        if cached is None:
-            cached = torch.from_numpy(cut_uniform(texture.image, s, p, (ny, nx))).permute(0, 3, 1, 2)
-            for old in [k for k in texture._cache if isinstance(k, tuple) and k[0] == "uniform"][:-3]:
-                texture._cache.pop(old, None)  # a few budgets at most
-            texture._cache[key] = cached
+        cached = texture.derived(("uniform", s, ny, nx),
+                                 lambda: torch.from_numpy(cut_uniform(texture.image, s, p, (ny, nx))).permute(0, 3, 1, 2))
         patches = cached.clone()
     return dict(levels=np.full(k, lvl, np.int64), rows=rows, cols=cols, scores=score_l[cy, cx].astype(np.float32),
                 boxes=boxes, centers=centers.astype(np.float32), grid=grid, gist=np.zeros(k, bool), patches=patches,
@@ -290,9 +286,8 @@ def _evidence(texture: Texture, query: Query, qnames: list[str], sel: Selection,
     level_map = sel.level_map()
     p = texture.patch_size
     for name in qnames:
-        term = QUERY_TERMS[name]
-        fn = term.evidence
-        found = () if fn is None else fn(texture, query, scorer) if term.wants_scorer else fn(texture, query)
+        fn = QUERY_TERMS[name].evidence
+        found = () if fn is None else fn(texture, query, scorer.weights)
         for item in found:
             if "box" in item:
                 x0, y0, x1, y1 = item["box"]

@@ -9,10 +9,15 @@ limits, timeout -- a new route declares its body limit with ``guard.body_limit``
 mapping and handlers), ``deps`` (the key as an OpenAPI security scheme), ``routes/`` (one module per resource),
 ``schemas`` (pydantic models), ``metrics`` (Prometheus), ``server`` (uvicorn with a head deadline and a
 connection cap), ``logs`` (repeated log lines rate-limited), ``process`` (run a server as a subprocess).  The
-load test is ``foveate.bench.service``; the threat model is docs/security.md.
+load test is ``foveate.bench.service``; the threat model is docs/security.md.  Needs the ``serve`` extra
+(``pip install 'foveate[serve]'``): importing this package without it raises
+:class:`~foveate.core.errors.MissingExtraError`, which says so.
 """
 
 from .._lazy import lazy_exports
+from ..core.extras import require
+
+require("serve", "foveate.service")
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     **{n: ".app" for n in ("app_from_env", "create_app")},

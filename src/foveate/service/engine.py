@@ -209,16 +209,21 @@ class TextureCache:
 
 
 def _warm_query_encoder() -> None:
-    """Set up the question's MiniLM encoder (``foveate.query.text.query_onnx``: an export on a machine's first use,
-    7-17 s on 2 cores) beside the start; a question that arrives meanwhile waits for the same setup."""
+    """Prepare the question's MiniLM encoder beside the start (``foveate prepare``'s onnxruntime export, once per
+    machine: 7-17 s on 2 cores the first time), so that no question waits for it; a question that arrives meanwhile
+    waits for the same setup."""
     import logging
 
-    from ..query.text.query_onnx import query_encoder
+    from ..query.text.query_onnx import prepare_query_encoder, query_encoder
 
+    log = logging.getLogger("foveate.service")
     try:
+        done = prepare_query_encoder()
+        if done["status"] == "exported":
+            log.info("query encoder: exported to onnxruntime once, in %s", done["folder"])
         query_encoder()
     except Exception as exc:  # FOVEATE_QUERY_ENCODER=onnx that cannot be set up: the first question says so too
-        logging.getLogger("foveate.service").warning("query encoder: %s", exc)
+        log.warning("query encoder: %s", exc)
 
 
 class Engine:
@@ -228,7 +233,7 @@ class Engine:
         self.settings = settings
         self.metrics = metrics
         self.config = EncodeConfig(preset=settings.preset, max_pixels=settings.max_pixels)
-        from ..core.channels import resolve_groups
+        from ..channels.registry import resolve_groups
 
         groups = resolve_groups(self.config)  # an unknown preset fails at start, not at the first upload
         if "text" in groups:  # text questions will come: export or load the query encoder now, not at the first one

@@ -6,8 +6,13 @@ read from the engine when ``/metrics`` is scraped.
 
 from __future__ import annotations
 
+import collections
+
 from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+#: connections closed by foveate serve's own limits, by reason (zero under another server: :mod:`.server` counts them)
+CLOSED: collections.Counter[str] = collections.Counter()
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
@@ -68,8 +73,6 @@ class _EngineCollector:
         for k, v in e.store.counters.to_dict().items():
             events.add_metric([k], v)
         yield events
-        from .server import CLOSED  # counted by foveate serve's protocol (zero under another server)
-
         closed = CounterMetricFamily("foveate_connections_closed", "Connections closed by the server's limits: "
                                      "header_timeout, evicted_idle (cap reached), refused_full.", labels=["reason"])
         for reason in ("header_timeout", "evicted_idle", "refused_full"):

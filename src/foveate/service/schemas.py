@@ -6,6 +6,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..vlm.rules.registry import rules_help
 from ..core.config import DEFAULT_BUDGET
 from ..query.query import Query
 
@@ -71,8 +72,7 @@ class PromptIn(QueryIn):
     budget: int = Field(DEFAULT_BUDGET, ge=1, le=MAX_BUDGET, description="Tokens to select.")
     mode: Mode = "auto"
     gist: bool = Field(True, description="topk: also spend tokens on the whole image at the coarsest level.")
-    vlm: str = Field("openai", max_length=64, description="VLM rule: openai (openai:MODEL), openai-patch (:MODEL), "
-                                                         "anthropic, gemini, qwen2-vl, llava-1.5, patch:P.")
+    vlm: str = Field("openai", max_length=64, description=f"VLM rule: {rules_help()}.")
     model: Optional[str] = Field(None, max_length=200, description="Model name written into the body (default per "
                                                                    "rule).")
     format: Literal["png", "jpeg"] = Field("png", description="Picture encoding in the body.")

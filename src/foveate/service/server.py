@@ -22,19 +22,18 @@ from __future__ import annotations
 import json
 import logging
 import resource
-from collections import Counter
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol as _UvicornH11
 
 from ..core.device import tune_allocator
 from .guard import MAX_REQUEST_HEAD
+from .metrics import CLOSED
 from .settings import ServiceSettings
 
 log = logging.getLogger("foveate.service")
 
 #: connections closed by the limits, by reason (``/metrics``: foveate_connections_closed_total)
-CLOSED: Counter = Counter()
 #: file descriptors kept for the store, the encode pool, models and logs when the cap comes from the fd limit
 FD_RESERVE = 256
 

@@ -1,11 +1,10 @@
 """The texture store (``store``: SQLite in WAL mode, content-addressed, atomic, bounded, verified) and filling
-it from image files (``ingest``: ``foveate encode --store``).  See :mod:`foveate.store.store` for the guarantees."""
+it from image files (``ingest``: ``foveate encode --store``); ``records`` holds what a row and the counters are.  See :mod:`foveate.store.store` for the guarantees."""
 
 from .._lazy import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     **{n: ".ingest" for n in ("IMAGE_SUFFIXES", "IngestResult", "IngestSummary", "encode_into_store", "expand_images")},
-    **{n: ".store" for n in (
-        "DB_NAME", "SCHEMA_VERSION", "GcReport", "StoreCounters", "StoreEntry", "TextureStore",
-        "texture_blob")},
+    **{n: ".records" for n in ("GcReport", "StoreCounters", "StoreEntry", "texture_blob")},
+    **{n: ".store" for n in ("DB_NAME", "SCHEMA_VERSION", "TextureStore")},
 })

@@ -2,8 +2,8 @@
 
 A store is a folder holding one SQLite database, ``textures.sqlite``, in WAL mode.  Every texture is one row:
 its ``.fvt`` bytes (``Texture.to_bytes``) as a blob, their SHA-256, and the metadata ``ls`` and the service
-show without reading the blob.  Why SQLite and not LMDB or one file per texture: BENCHMARKS.md ("Store"),
-measured by ``foveate store bench``.
+show without reading the blob.  Why SQLite and not LMDB or one file per texture: docs/store.md ("Why SQLite"),
+measured by ``foveate store bench`` (BENCHMARKS.md, "Store: SQLite (WAL) vs LMDB vs one file per texture").
 
     store = TextureStore("textures/", max_bytes=2 << 30)
     entry, created = store.put(foveate.encode("page.png"))
@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from ..core.errors import StoreError, StoreFullError, TextureFormatError
 from ..core.fvt import FORMAT_VERSION
+from .records import _COLUMNS, GcReport, StoreCounters, StoreEntry, texture_blob
 
 if TYPE_CHECKING:  # listing and maintaining a store needs neither torch nor the texture code
     import torch
@@ -72,79 +73,6 @@ CREATE UNIQUE INDEX IF NOT EXISTS textures_id ON textures (id, format_version);
 CREATE INDEX IF NOT EXISTS textures_lru ON textures (last_access);
 CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
-
-_COLUMNS = ("id, format_version, content_hash, config_hash, preset, width, height, levels, meta, encode_ms, size, "
-            "created, last_access")
-
-
-@dataclass(frozen=True)
-class StoreEntry:
-    """One stored texture's metadata (no pixels, no features)."""
-
-    id: str
-    format_version: int
-    content_hash: str
-    config_hash: str
-    preset: str
-    width: int
-    height: int
-    levels: int
-    channels: tuple[str, ...]
-    absent: tuple[str, ...]
-    encode_ms: float
-    size: int
-    created: float
-    last_access: float
-
-    @classmethod
-    def _from_row(cls, row: tuple) -> StoreEntry:
-        meta = json.loads(row[8])
-        return cls(id=row[0], format_version=row[1], content_hash=row[2], config_hash=row[3], preset=row[4],
-                   width=row[5], height=row[6], levels=row[7], channels=tuple(meta["channels"]),
-                   absent=tuple(meta["absent"]), encode_ms=row[9], size=row[10], created=row[11],
-                   last_access=row[12])
-
-    def to_dict(self) -> dict:
-        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
-
-
-@dataclass
-class StoreCounters:
-    """What this process did with the store (for ``/metrics``)."""
-
-    hits: int = 0
-    misses: int = 0
-    puts: int = 0
-    duplicates: int = 0
-    evictions: int = 0
-    corrupt: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def add(self, **deltas: int) -> None:
-        with self._lock:
-            for k, v in deltas.items():
-                setattr(self, k, getattr(self, k) + v)
-
-    def to_dict(self) -> dict[str, int]:
-        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
-
-
-@dataclass
-class GcReport:
-    other_versions: int = 0
-    corrupt: int = 0
-    evicted: int = 0
-    bytes_before: int = 0
-    bytes_after: int = 0
-    file_bytes_before: int = 0
-    file_bytes_after: int = 0
-
-
-def texture_blob(texture: Texture) -> tuple[bytes, str]:
-    """The bytes a store keeps for ``texture`` and their SHA-256."""
-    blob = texture.to_bytes()
-    return blob, hashlib.sha256(blob).hexdigest()
-
 
 class TextureStore:
     """A content-addressed texture store in the folder ``path`` (created if missing unless ``create=False``).

@@ -12,6 +12,7 @@ from ..core.errors import BudgetError
 from ..core.fork import fork_map
 from ..eval.metrics import query_metrics
 from ..query.query import Query
+from ..query.terms import query_maps
 from ..selection import select
 from ..selection.floor import floor_features
 from ..selection.uniform import uniform_grid
@@ -58,10 +59,13 @@ def _chunk_records(pages: list[Page], *job) -> tuple[list[dict], int]:
 
 
 def ready_query_encoder(pages: list[Page]) -> None:
-    """Set the query encoder up in this process before forking (its first use may export MiniLM to ONNX, which
-    workers racing each other would do twice): the workers inherit the set-up session."""
+    """Prepare the question encoder (``foveate prepare``: the onnxruntime export, once per machine; the figures of a
+    run do not depend on whether ``foveate prepare`` ran before it) and set it up in this process before forking: the
+    workers inherit the set-up session."""
     from ..query.text.embed import embed_query
+    from ..query.text.query_onnx import prepare_query_encoder
 
+    prepare_query_encoder()
     text = next((s.text for p in pages for s in p.samples if s.text), None)
     if text:
         embed_query(text)
@@ -95,7 +99,8 @@ def _page_records(page: Page, weights: dict[str, object], budgets: tuple[int, ..
                 break
             rec["methods"]["uniform"] = hit(ub, uscales, s, size) + ("uniform",)
             if gate_features:
-                rec["features"] = floor_features(tex, Query.coerce(s.query), gated.scorer(tex.channels), budget)
+                q = Query.coerce(s.query)
+                rec["features"] = floor_features(tex, q, query_maps(tex, q, gated).lines, budget)
             out.append(rec)
     return out
 

@@ -10,7 +10,8 @@ Adam, one question per step, the step size decayed along a cosine to 0 over ``ma
 one with the lowest loss on a held-out tenth of the training pages.  Deterministic for a seed.  Why the decay: at a
 constant step size the held-out loss swung by up to 0.1 from one epoch to the next, the epoch kept was a lucky swing,
 and stopping after two epochs without progress sometimes stopped at the second; five seeds put the answer line first
-for 82-85 % of the validation questions, against 85-89 % with the decay (EVAL.md, "Last in this round").
+for 82-85 % of the validation questions, against 85-89 % with the decay (docs/lab/journal.md, "The ranker's step size decayed, and three
+rankers averaged").
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ mode, ``auto``.
 need and level prior are kept; the print's height and the extent model are fitted again, and the text term's
 constants (the grid search closing step 3, on the kept ranker's own maps: the file has no cross-fitted rankers)
 and the floor gate are fitted again on the training split -- a new painting constant fitted without refitting a
-ranker whose answers depend on its seed (EVAL.md).  The file must have been trained with the same sources and seed,
+ranker whose answers depend on its seed (EVAL.md, "Validation and test").  The file must have been trained with the same sources and seed,
 so that its validation and test images are this run's too; the run checks the recorded ones.
 """
 
@@ -45,7 +45,7 @@ from ..core.device import train_workers
 from ..core.fork import fork_map
 from ..eval.data import SPLIT_SHARES
 from ..query.terms import QUERY_TERMS
-from ..weights import Weights
+from ..weights.weights import FloorGate, TextTerm, Weights
 from .data import Page, by_split, load_pages, resolve_sources
 from .evaluate import format_table, hit_table, ready_query_encoder, records
 from .extent import fit_extent
@@ -77,7 +77,7 @@ class TrainConfig:
         epochs: ranker epochs (the step size decays to 0 over them; the epoch kept is chosen on a tenth of the
             training pages).
         rankers: answer rankers fitted from consecutive seeds and averaged (one ranker's answers depend on its
-            seed: :class:`~foveate.query.text.ranker.RankerEnsemble`; EVAL.md, "One seed or three").
+            seed: :class:`~foveate.query.text.ranker.RankerEnsemble`; docs/lab/journal.md, "A cold rerun of the recipe, and one seed or three").
         prompts: share of questions also asked with a point prompt on the answer (trains the prompt term).
         evaluate_test: evaluate the test split at the end (once).
         start: a weights file (or ``"default"``) whose ranker and scorer are kept; only the text term's constants and
@@ -166,17 +166,17 @@ def cross_fit_records(pages: list[Page], named: dict[str, Weights], budgets, tra
 def _cross_fitted(train_pages: list[Page], cross: list[object], seed: int,
                   named: dict[str, Weights]) -> list[tuple[list[int], dict[str, Weights]]]:
     """Each half of the training pages (indices), with ``named`` whose ranker is the one fitted on the other half."""
-    return [(half, {n: dataclasses.replace(w, ranker=ranker, _scorers={}) for n, w in named.items()})
+    return [(half, {n: w.replace(text_ranker=ranker) for n, w in named.items()})
             for half, ranker in zip(_cross_fit_halves(len(train_pages), seed), cross)]
 
 
-def _cross_fit_scorers(train_pages: list[Page], final: Weights, cross: list[object], seed: int) -> dict[int, object]:
-    """For each training page, a scorer whose ranker was fitted on the other half of the training pages."""
-    scorers: dict[int, object] = {}
+def _cross_fit_weights(train_pages: list[Page], final: Weights, cross: list[object], seed: int) -> dict[int, Weights]:
+    """For each training page, weights whose ranker was fitted on the other half of the training pages."""
+    out: dict[int, Weights] = {}
     for half, swapped in _cross_fitted(train_pages, cross, seed, {"final": final}):
         for i in half:
-            scorers[i] = swapped["final"].scorer(train_pages[i].texture.channels)
-    return scorers
+            out[i] = swapped["final"]
+    return out
 
 
 #: text-term weights and sharpnesses tried by :func:`calibrate_text_term`, then its fills at the best of them
@@ -203,14 +203,14 @@ def calibrate_text_term(weights: Weights, pages: list[Page], cfg: TrainConfig, l
     cross-fitting rankers), a page is painted by the ranker that did not train on it (:func:`cross_fit_records`):
     judged by the final ranker on its own training questions, a run without FUNSD (generator 3's forms) chose
     sharpness 4 and read 80.5 % on FUNSD (a kind it never saw) at 273 tokens; cross-fitted, it chose 10 and read 86.1
-    (EVAL.md)."""
+    (docs/lab/journal.md, "The text term's constants chosen on maps of a ranker that never saw the page")."""
     sample = text_term_sample(pages, cfg.seed)
 
     def search(named: dict[str, Weights]) -> tuple[str, dict[str, float]]:
         tried = text_term_hit(sample, named, cfg.budgets, cfg.workers or 1, pages, cross, cfg.seed)
         return max(named, key=lambda n: (tried[n], n)), tried
 
-    fill = weights.text_fill
+    fill = weights.text.fill
     named = dict(text_term_variant(weights, a, k) for a in TEXT_WEIGHTS for k in TEXT_SHARPNESS)
     best, tried = search(named)
     pair = named[best]
@@ -230,10 +230,10 @@ def text_term_variant(weights: Weights, text: float | None = None, sharpness: fl
                       fill: float | None = None) -> tuple[str, Weights]:
     """``weights`` with other text-term constants (``None``: theirs), and its name in the search's report."""
     a = weights.query["text"] if text is None else text
-    k = weights.text_sharpness if sharpness is None else sharpness
-    f = weights.text_fill if fill is None else fill
-    return f"text={a:g},sharpness={k:g},fill={f:g}", dataclasses.replace(
-        weights, query={**weights.query, "text": a}, text_sharpness=k, text_fill=f, _scorers={})
+    k = weights.text.sharpness if sharpness is None else sharpness
+    f = weights.text.fill if fill is None else fill
+    return f"text={a:g},sharpness={k:g},fill={f:g}", weights.replace(
+        query={**weights.query, "text": a}, text_sharpness=k, text_fill=f)
 
 
 def text_term_sample(pages: list[Page], seed: int, per_set: int = 30) -> list[Page]:
@@ -271,8 +271,9 @@ def text_term_hit(sample: list[Page], named: dict[str, Weights], budgets, worker
 
 def drop_constant_channels(fields: dict, data) -> list[str]:
     """Leave out the channels that were constant on every training tile (``motion`` on still images): nothing was
-    learned about them, so a scorer falls back to their hand-set weights (:meth:`Weights.scorer`), as it does for
-    the channels training never saw (the video's ``prev_relevance`` and ``fixations``, caller attention maps)."""
+    learned about them, so a scorer falls back to their hand-set weights (:class:`~foveate.query.scorer.Scorer`), as
+    it does for the channels training never saw (the video's ``prev_relevance`` and ``fixations``, caller attention
+    maps)."""
     dropped = []
     for name in list(fields["channel"]):
         cols = [data.columns.index(f"{s}:{name}") for s in ("mean", "max")]
@@ -299,7 +300,7 @@ def keep_handset_prompt(learned: Weights, handset: Weights) -> float:
     fitted = float(learned.query.get("prompt", 0.0))
     learned.query = {**learned.query, "prompt": handset.query["prompt"]}
     learned.query_need = {**learned.query_need, "prompt": handset.query_need["prompt"]}
-    learned._scorers.clear()
+    learned.scorers.clear()
     return fitted
 
 
@@ -315,11 +316,11 @@ def _fit_ranker_and_scorer(train_p: list[Page], cfg: TrainConfig, log, timings: 
 
     t0 = time.perf_counter()
     handset = Weights.handset()
-    base = dataclasses.replace(handset, name=cfg.output.stem, ranker=ranker, _scorers={})
-    scorers = _cross_fit_scorers(train_p, base, cross, cfg.seed)
+    base = handset.replace(name=cfg.output.stem, text_ranker=ranker)
+    page_weights = _cross_fit_weights(train_p, base, cross, cfg.seed)
     terms = list(QUERY_TERMS)
     log("scorer: per-tile Poisson regression on the oracle's split priority")
-    data = tile_rows(train_p, scorers, terms, seed=cfg.seed)
+    data = tile_rows(train_p, page_weights, terms, seed=cfg.seed)
     theta = fit_poisson(data)
     fields = scorer_fields(theta, data.columns)
     constant = drop_constant_channels(fields, data)
@@ -327,7 +328,7 @@ def _fit_ranker_and_scorer(train_p: list[Page], cfg: TrainConfig, log, timings: 
         if not np.any(data.x[:, data.columns.index(f"query:{name}")]):
             fields["query"][name] = handset.query[name]
             fields["query_need"][name] = handset.query_need[name]
-    learned = Weights(cfg.output.stem, ranker=ranker, **fields)
+    learned = Weights(cfg.output.stem, **fields, text=TextTerm(ranker))
     timings["scorer"] = time.perf_counter() - t0
     return learned, ranker, ranker_report, {
         "poisson_rows": int(len(data.y)), "fitted_text_weight": round(learned.query.get("text", 0.0), 3),
@@ -343,7 +344,7 @@ def _start_from(cfg: TrainConfig, n_train: int, log) -> tuple[Weights, dict, dic
 
     start = load_weights(cfg.start)
     meta = start.meta or {}
-    if start.ranker is None:
+    if start.text.ranker is None:
         raise WeightsError(f"--from {cfg.start}: these weights have no answer ranker to keep; train without --from")
     ours = {"sources": [source_name(x) for x in cfg.sources], "seed": cfg.seed}
     theirs = {"sources": meta.get("sources"), "seed": meta.get("seed")}
@@ -352,7 +353,7 @@ def _start_from(cfg: TrainConfig, n_train: int, log) -> tuple[Weights, dict, dic
                            f"run is {ours} ({n_train} training images); its validation and test images would not be "
                            "this run's")
     log(f"from {cfg.start}: keeping its ranker, channel weights and level prior; refitting the text term and the gate")
-    learned = dataclasses.replace(start, name=cfg.output.stem, floor=None, meta={}, _scorers={})
+    learned = start.replace(name=cfg.output.stem, floor=None, meta={})
     scorer = dict(meta.get("scorer") or {})
     scorer["refit_from"] = {"weights": Path(str(cfg.start)).name, "created": meta.get("created"),
                             "validation_hit": meta.get("validation_hit")}
@@ -396,16 +397,16 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
         learned, ranker, ranker_report, scorer_report, cross = _fit_ranker_and_scorer(train_p, cfg, log, timings)
     else:
         learned, ranker_report, scorer_report = _start_from(cfg, len(train_p), log)
-        ranker, cross = learned.ranker, None
+        ranker, cross = learned.text.ranker, None
     t0 = time.perf_counter()
     height, n_lines = text_height_ratio(train_p)
-    learned = dataclasses.replace(learned, text_height=height, _scorers={})
+    learned = learned.replace(text_height=height)
     scorer_report["text_height"] = {"ratio": height, "lines": n_lines}
     log(f"text height: {height:g} of the OCR box height (median over {n_lines} answer lines)")
     timings["scorer"] = timings.get("scorer", 0.0) + time.perf_counter() - t0
     t0 = time.perf_counter()
     extent, extent_report = fit_extent(train_p)
-    learned = dataclasses.replace(learned, extent=extent, _scorers={})
+    learned = learned.replace(text_extent=extent)
     log(f"extent: {extent_report['pairs']} (line, neighbour) pairs, {extent_report['positive']:.1%} of the same "
         f"answer; log-loss {extent_report.get('log_loss', float('nan')):.3f} (constant rate "
         f"{extent_report.get('log_loss_constant', float('nan')):.3f})")
@@ -418,8 +419,8 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
     log("floor: the uniform-floor gate on the training split's (question, budget) pairs")
     recs = records(train_p, {"learned": learned}, cfg.budgets, floor="off", gate_features=True,
                    workers=cfg.workers)
-    learned.floor, gate_report = choose_gate(recs, "learned", seed=cfg.seed)
-    learned._scorers.clear()
+    gate, gate_report = choose_gate(recs, "learned", seed=cfg.seed)
+    learned = learned.replace(floor=FloorGate(gate))
     log(f"floor: legible {gate_report['chosen']['legible']}, tie {gate_report['chosen']['tie']} by "
         f"{gate_report['folds']}-fold cross-validation on the training images")
     timings["floor"] = time.perf_counter() - t0

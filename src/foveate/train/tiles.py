@@ -26,6 +26,7 @@ from ..eval.metrics import DEFAULT_MIN_PX, legible_level
 from ..eval.oracle import _tile_overlap
 from ..query.query import Query
 from ..query.terms import QUERY_TERMS, query_maps
+from ..weights.weights import Weights
 from .data import Page
 
 
@@ -53,10 +54,10 @@ def blurry_share(texture, boxes: np.ndarray, heights: np.ndarray | None, min_px:
     return np.concatenate(out)
 
 
-def tile_rows(pages: list[Page], scorers: dict[int, object], terms: list[str], seed: int = 0,
+def tile_rows(pages: list[Page], weights: dict[int, Weights], terms: list[str], seed: int = 0,
               negatives: int = 64) -> TileData:
-    """The regression rows of every question of ``pages``.  ``scorers[i]`` is the scorer whose query terms (its
-    answer ranker) paint page i's query maps -- for honest maps, one whose ranker did not train on that page."""
+    """The regression rows of every question of ``pages``.  ``weights[i]`` are the weights whose query terms (their
+    answer ranker) paint page i's query maps -- for honest maps, ones whose ranker did not train on that page."""
     rng = np.random.default_rng(seed)
     xs, ys, ws = [], [], []
     channels = None
@@ -69,7 +70,7 @@ def tile_rows(pages: list[Page], scorers: dict[int, object], terms: list[str], s
             raise ValueError("training textures must share one channel layout (one preset)")
         level = np.concatenate([np.full(offsets[j + 1] - offsets[j], j) for j in range(len(offsets) - 1)])
         for s in page.samples:
-            qm = query_maps(tex, Query.coerce(s.query), scorer=scorers[i])
+            qm = query_maps(tex, Query.coerce(s.query), weights[i])
             q = np.zeros((len(feats), len(terms)), np.float32)
             flat = qm.flat(tex, torch.device("cpu"))
             for j, name in enumerate(qm.names):

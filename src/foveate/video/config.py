@@ -149,7 +149,7 @@ class VideoConfig:
         keyframe_interval: a full refresh every this many frames (1: every frame).  60 (0.2.0; 30 before): on
             ``sam2_bedroom_video`` the motion-compensated update then costs ~0.5 ms a frame less for 1.6 points fewer
             tokens as a from-scratch encode chooses them, and DAVIS box coverage stays within 0.6 points
-            of from-scratch (EVAL.md, video).
+            of from-scratch (EVAL.md, "Video").
         change_threshold: a tile is re-encoded when its mean absolute difference to the reference exceeds this
             many grey levels; 0 = any change (the texture is then exactly the frame's from-scratch encode).  With
             motion compensation the difference is the residual against the motion-compensated canvas, on cells of a

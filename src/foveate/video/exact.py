@@ -24,7 +24,8 @@ import cv2
 import numpy as np
 
 from ..core import ops
-from ..core.channels import EncodeContext, run_groups
+from ..channels.base import EncodeContext
+from ..channels.registry import run_groups
 from .state import _torch_tensors
 from .tiles import _indices, _split_channels, dilate_tiles, plan_crops, update_mips
 

@@ -38,7 +38,8 @@ import numpy as np
 import torch
 
 from ..core import ops
-from ..core.channels import EncodeContext, get_group, run_groups
+from ..channels.base import EncodeContext
+from ..channels.registry import get_group, run_groups
 from .state import _torch_tensors
 from .tiles import _split_channels, cells_to_tiles, cover_tiles, crop_box, grey_cells, move_tiles, regrid, then
 

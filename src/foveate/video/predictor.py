@@ -20,7 +20,8 @@ import torch
 from torch import nn
 
 from ..core import ops
-from ..core.channels import EncodeContext, resolve_groups, run_groups
+from ..channels.base import EncodeContext
+from ..channels.registry import resolve_groups, run_groups
 from ..core.config import EncodeConfig, SelectConfig
 from ..core.device import VIDEO_UPDATE_CV_THREADS, cv_threads, resolve_device, to_storage
 from ..core.errors import ConfigError, VideoError
@@ -28,7 +29,7 @@ from ..core.io import ImageLike, load_image
 from ..core.texture import Texture
 from ..query.query import Query
 from ..query.scorer import Scorer
-from ..weights import load_weights
+from ..weights.weights import WeightsSpec, load_weights
 from ..selection import Selection, resolve_select_config
 from ..selection import select as select_tokens
 from .config import VideoConfig
@@ -52,8 +53,8 @@ class _StableScorer(nn.Module):
         super().__init__()
         self.base, self.bonus, self.bound_bonus = base, bonus, bound_bonus
 
-    def evaluate(self, feats, qmaps=None, qnames=(), cache=None):
-        score, need, bound = self.base.evaluate(feats, qmaps, qnames, cache)
+    def evaluate(self, feats, qmaps=None, qnames=(), memo=None):
+        score, need, bound = self.base.evaluate(feats, qmaps, qnames, memo)
         return score + self.bonus, need, bound + self.bound_bonus
 
     def forward(self, feats, qmaps=None, qnames=()):
@@ -69,13 +70,9 @@ class _StableScorer(nn.Module):
     def prior(self, num_levels):
         return self.base.prior(num_levels)
 
-    # the text term reads how to paint from the scorer: the wrapped one's
-    text_ranker = property(lambda self: getattr(self.base, "text_ranker", None))
-    text_extent = property(lambda self: getattr(self.base, "text_extent", None))
-    text_sharpness = property(lambda self: self.base.text_sharpness)
-    text_pad = property(lambda self: self.base.text_pad)
-    text_fill = property(lambda self: self.base.text_fill)
-    text_height = property(lambda self: self.base.text_height)
+    # the query terms and the floor read the relevance model: the wrapped one's
+    weights = property(lambda self: self.base.weights)
+    floor = property(lambda self: self.base.floor)
 
 
 def _kept_tiles(shapes: list[tuple[int, int]], last: _StreamMemory, mode: str) -> tuple[list, list]:
@@ -123,7 +120,7 @@ class VideoPredictor:
 
     def __init__(self, config: EncodeConfig | None = None, video: VideoConfig | None = None,
                  select_config: SelectConfig | None = None, device: str | torch.device | None = None,
-                 scorer: Scorer | None = None, weights: Any = "handset", **overrides: Any) -> None:
+                 scorer: Scorer | None = None, weights: WeightsSpec = "handset", **overrides: Any) -> None:
         enc_fields = {f.name for f in dataclasses.fields(EncodeConfig)}
         vid_fields = {f.name for f in dataclasses.fields(VideoConfig)}
         unknown = set(overrides) - enc_fields - vid_fields
@@ -338,7 +335,7 @@ class VideoPredictor:
         cfg = dataclasses.replace(cfg, floor="off")  # the stream memory follows pyramid tiles from frame to frame
         install_stream(state, stream)
         tex = state.texture
-        scorer = kwargs.pop("scorer", None) or self.scorer or self.weights.scorer(tex.channels, tex.device)
+        scorer = kwargs.pop("scorer", None) or self.scorer or Scorer.from_weights(self.weights, tex.channels, tex.device)
         last = state._streams.get(stream)
         kept0 = None
         if state.config.stability > 0 and last is not None and last.frame < state.index and last.mode == cfg.mode:

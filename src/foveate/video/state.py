@@ -13,7 +13,8 @@ import numpy as np
 import torch
 
 from ..core import ops
-from ..core.channels import EncodeContext, get_group, resolve_groups
+from ..channels.base import EncodeContext
+from ..channels.registry import get_group, resolve_groups
 from ..core.config import EncodeConfig
 from ..core.errors import NoImageSetError
 from ..core.texture import Texture

@@ -16,12 +16,11 @@ import numpy as np
 from ..core.errors import ConfigError
 from ..core.io import encode_image
 from ..selection import Selection
+from .formats import ANTHROPIC_MAX_TOKENS, FORMATS
 from .pictures import cut_pictures
 from .plan import Picture, Plan, plan_for
 from .rules import VlmRule, get_rule
 
-#: ``max_tokens`` of an Anthropic body (a required field of the messages API)
-ANTHROPIC_MAX_TOKENS = 1024
 MEDIA = {"png": "image/png", "jpeg": "image/jpeg", "jpg": "image/jpeg"}
 
 
@@ -79,37 +78,13 @@ def _b64(data: bytes) -> str:
 
 
 def build_body(api: str, model: str, lines: list[str], pictures: list[Picture], encoded: list[str], media: str,
-               question: str) -> dict:
-    """The JSON body of ``api`` (``openai``, ``anthropic``, ``gemini`` or ``qwen2-vl``) for pictures already
-    encoded as base64 ``encoded`` strings of type ``media``."""
-    if api == "openai":
-        content: list[dict] = []
-        for line, pic, data in zip(lines, pictures, encoded):
-            image_url = {"url": f"data:{media};base64,{data}"}
-            if pic.option is not None:
-                image_url["detail"] = pic.option
-            content += [{"type": "text", "text": line}, {"type": "image_url", "image_url": image_url}]
-        return {"model": model, "messages": [{"role": "user", "content": content + [{"type": "text",
-                                                                                      "text": question}]}]}
-    if api == "anthropic":
-        content = []
-        for line, data in zip(lines, encoded):
-            content += [{"type": "text", "text": line},
-                        {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}]
-        return {"model": model, "max_tokens": ANTHROPIC_MAX_TOKENS,
-                "messages": [{"role": "user", "content": content + [{"type": "text", "text": question}]}]}
-    if api == "gemini":
-        parts: list[dict] = []
-        for line, data in zip(lines, encoded):
-            parts += [{"text": line}, {"inline_data": {"mime_type": media, "data": data}}]
-        return {"contents": [{"role": "user", "parts": parts + [{"text": question}]}]}
-    if api == "qwen2-vl":  # the processor's chat-template messages; the pixels travel as processor inputs
-        content = []
-        for line in lines:
-            content += [{"type": "text", "text": line}, {"type": "image"}]
-        return {"model": model, "messages": [{"role": "user", "content": content + [{"type": "text",
-                                                                                      "text": question}]}]}
-    raise ValueError(f"unknown request format {api!r}")
+               question: str) -> dict[str, Any]:
+    """The JSON body of the request format ``api`` (``openai``, ``anthropic``, ``gemini`` or ``qwen2-vl``:
+    :mod:`.formats`) for pictures already encoded as base64 ``encoded`` strings of type ``media``."""
+    fmt = FORMATS.get(api)
+    if fmt is None:
+        raise ValueError(f"unknown request format {api!r}")
+    return fmt.body(model, lines, pictures, encoded, media, question)
 
 
 def build_request(image: np.ndarray, selection: Selection, rule: VlmRule | str = "openai",
@@ -134,14 +109,10 @@ def build_request(image: np.ndarray, selection: Selection, rule: VlmRule | str =
     fmt = image_format.lower()
     if fmt not in MEDIA:
         raise ConfigError(f"image_format must be png or jpeg, got {image_format!r}")
-    processor_inputs = None
-    encoded: list[str] = []
-    if rule.api == "qwen2-vl" and inputs:
-        processor_inputs = rule.inputs(pics)  # type: ignore[attr-defined]
-    else:
-        encoded = [_b64(encode_image(p, fmt)) for p in pics]
+    processor_inputs = rule.inputs(pics) if inputs else None  # a local model's processor (Qwen2-VL), else None
+    encoded = [] if processor_inputs is not None else [_b64(encode_image(p, fmt)) for p in pics]
     t3 = time.perf_counter()
-    body = build_body(rule.api, model, lines, plan.pictures, encoded, MEDIA[fmt], q)
+    body = rule.body(model, lines, plan.pictures, encoded, MEDIA[fmt], q)
     t4 = time.perf_counter()
     timings = {"plan": plan.timings_ms.get("plan", (t1 - t0) * 1e3) if plan.timings_ms else (t1 - t0) * 1e3,
                "pictures": (t2 - t1) * 1e3, "encode": (t3 - t2) * 1e3, "body": (t4 - t3) * 1e3}

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..selection import Selection
-from .rules import VlmRule, get_rule
+from .rules.base import VlmRule
+from .rules.registry import get_rule
 
 EPS = 1e-6
 #: text tokens charged per picture while planning: the short line that introduces it (an estimate; a picture

@@ -12,7 +12,7 @@ Where is the answer to a question on a page?  A line is a good candidate when
   question sounds like each kind of answer (MiniLM similarity to a short description of each kind, so an
   unseen phrasing of "how much was paid?" still lands near "an amount of money");
 * the hand-set rule paints it: as a match, or as the value right of or below a matched label
-  (:data:`HANDSET_COLUMNS`, computed by :func:`.term.handset_features`).
+  (:data:`HANDSET_COLUMNS`, computed by :func:`.handset.handset_features`).
 
 No feature names a form's label or a data set's layout: what the ranker learns from them has to carry to
 documents of kinds it was not trained on.  Column names are recorded in the weights file, so a ranker and the
@@ -60,7 +60,7 @@ RELATION_COLUMNS = (
 )
 INTENT_COLUMNS = tuple(f"ask:{k}" for k in ANSWER_KINDS)
 LINE_KIND_COLUMNS = tuple(f"is:{k}" for k in ANSWER_KINDS)
-#: what the hand-set rule paints on the line (:func:`.term.handset_features`): as a match, as a value right of one
+#: what the hand-set rule paints on the line (:func:`.handset.handset_features`): as a match, as a value right of one
 #: (or continuing it), as a value below one
 HANDSET_COLUMNS = ("handset_match", "handset_right", "handset_below")
 #: every column of a feature row, in order

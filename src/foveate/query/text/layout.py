@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .embed import EMBED_DIM, embed_texts
+from ...channels.text.embed import EMBED_DIM, embed_texts
+from ...channels.text.group import has_text_group, stored_lines
+from ...channels.text.ocr import OcrLine
 from .match import fold, tokenize
-from .ocr import OcrLine
 
 if TYPE_CHECKING:
     from ...core.texture import Texture
@@ -82,33 +83,30 @@ class TextIndex:
     cache: dict = field(default_factory=dict)  # per-page features of the learned ranker, keyed by what they depend on
 
 
-def has_text_group(texture: Texture) -> bool:
-    return "text" in texture.groups and "text" not in texture.absent and "text" in texture.extras
-
-
 def text_index(texture: Texture) -> TextIndex | None:
-    """The texture's :class:`TextIndex` (``None`` when it was encoded without the text group)."""
+    """The texture's :class:`TextIndex` (``None`` when it was encoded without the text group), built once per
+    texture (:meth:`~foveate.core.texture.Texture.derived`)."""
     if not has_text_group(texture):
         return None
-    idx = texture._cache.get("text_index")
-    if idx is None:
-        lines = [OcrLine.from_dict(d) for d in texture.extras["text"].get("lines", [])]
-        emb = texture.tensors.get("text_embeddings")
-        emb = emb.float().numpy() if emb is not None and len(lines) else np.zeros((len(lines), EMBED_DIM), np.float32)
-        if emb.shape != (len(lines), EMBED_DIM):  # a texture written without embeddings: recompute them
-            emb = embed_texts([ln.text for ln in lines])
-        words, owner = [], []
-        for i, ln in enumerate(lines):
-            toks = tokenize(ln.text)
-            words += toks
-            owner += [i] * len(toks)
-        boxes = np.array([ln.box for ln in lines], np.float64).reshape(-1, 4)
-        h, w = texture.image_size
-        right, below, cont = layout_neighbours(boxes, w)
-        idx = TextIndex(lines, boxes, emb, words, [fold(w) for w in words], np.array(owner, np.int64),
-                        ["".join(tokenize(ln.text)) for ln in lines], right, below, cont, texture.level_shapes[0],
-                        texture.patch_size, (h, w))
-        texture._cache["text_index"] = idx
-    return idx
+    return texture.derived(("text_index",), lambda: _build_index(texture), features=False)
 
 
+def _build_index(texture: Texture) -> TextIndex:
+    """The index of the stored OCR lines: tokens, embeddings (recomputed for a texture written without them) and
+    layout neighbours."""
+    lines = stored_lines(texture) or []
+    emb = texture.tensors.get("text_embeddings")
+    emb = emb.float().numpy() if emb is not None and len(lines) else np.zeros((len(lines), EMBED_DIM), np.float32)
+    if emb.shape != (len(lines), EMBED_DIM):  # a texture written without embeddings: recompute them
+        emb = embed_texts([ln.text for ln in lines])
+    words, owner = [], []
+    for i, ln in enumerate(lines):
+        toks = tokenize(ln.text)
+        words += toks
+        owner += [i] * len(toks)
+    boxes = np.array([ln.box for ln in lines], np.float64).reshape(-1, 4)
+    h, w = texture.image_size
+    right, below, cont = layout_neighbours(boxes, w)
+    return TextIndex(lines, boxes, emb, words, [fold(w) for w in words], np.array(owner, np.int64),
+                    ["".join(tokenize(ln.text)) for ln in lines], right, below, cont, texture.level_shapes[0],
+                    texture.patch_size, (h, w))

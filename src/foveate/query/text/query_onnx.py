@@ -1,22 +1,23 @@
 """A question's MiniLM embedding on onnxruntime: the same network, exported once from the torch model and verified
 against it, run ~2.5x as fast for one short sentence on one CPU thread.
 
-A new question pays one MiniLM pass.  On one thread PyTorch spends 83 % of it in ``addmm`` on 15-row inputs
-(``python scripts/embed_profile.py``); onnxruntime's matrix products for such inputs are about twice as fast
-(BENCHMARKS.md, "A new question on onnxruntime").  The model is the one the lines were embedded with and the ranker was trained on:
+A new question pays one MiniLM pass.  On one thread PyTorch spends 83 % of it in ``addmm`` on 15-row inputs;
+onnxruntime's matrix products for such inputs are about twice as fast (BENCHMARKS.md, "A new question on
+onnxruntime").  The model is the one the lines were embedded with and the ranker was trained on:
 
-* it is exported with ``torch.onnx.export(dynamo=True)`` from :func:`foveate.query.text.embed.text_embedder`'s
-  model (one sentence, no padding: mean pooling over every token is the masked mean), the first time a question is
-  embedded, into ``$FOVEATE_CACHE`` (default ``~/.cache/foveate``)/``query-encoder/<digest>/``, where the digest
-  covers the model's files, this module's :data:`FORMAT` and the versions of the packages that export it;
+* it is exported with ``torch.onnx.export(dynamo=True)`` (the ``onnx`` extra: ``onnx`` and ``onnxscript``) from
+  :func:`foveate.channels.text.embed.text_embedder`'s model (one sentence, no padding: mean pooling over every token
+  is the masked mean) into ``$FOVEATE_CACHE`` (default ``~/.cache/foveate``)/``query-encoder/<digest>/``, where the
+  digest covers the model's files, this module's :data:`FORMAT` and the versions of the packages that export it --
+  once per machine, by ``foveate prepare`` (:func:`prepare_query_encoder`; ``make setup``, ``foveate train`` and
+  ``foveate eval`` run it too), never on a user's first question;
 * before it is used, it must give the torch model's embedding to within :data:`MAX_DIFF` on :data:`PROBES`
-  (short, long, truncated, non-ASCII); otherwise, or when the export or onnxruntime fails (no ``onnxscript``, an old
-  torch, a read-only cache, a corrupt file that a fresh export cannot replace), questions are embedded by torch, as
-  before, and the reason is logged once.
+  (short, long, truncated, non-ASCII).
 
-``$FOVEATE_QUERY_ENCODER`` chooses: ``auto`` (default: onnxruntime when it could be set up, else torch), ``torch``,
-or ``onnx`` (an error when it cannot be set up).  Lines are still embedded by torch at encode time (a batch of
-padded lines, where PyTorch's dispatch costs little).
+``$FOVEATE_QUERY_ENCODER`` chooses: ``auto`` (default: onnxruntime when an export is prepared, else torch, with one
+log line saying how to prepare it), ``torch``, or ``onnx`` (export on first use if needed; an error when it cannot be
+set up).  Lines are still embedded by torch at encode time (a batch of padded lines, where PyTorch's dispatch costs
+little).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from ...channels.text.embed import EMBED_MAX_TOKENS, embed_texts, text_embedder
+from ...core.device import REQUEST_THREADS
 from ...core.errors import ConfigError
 
 log = logging.getLogger("foveate.query")
@@ -108,8 +111,6 @@ def _pooled(model):
 def _export(model, tokenizer, folder: Path) -> None:
     import torch
 
-    from .embed import EMBED_MAX_TOKENS
-
     ids = tokenizer(["what is the total"], return_tensors="pt")["input_ids"]
     tokens = torch.export.Dim("tokens", min=2, max=EMBED_MAX_TOKENS)
     quiet = logging.getLogger("torch.onnx")
@@ -129,8 +130,6 @@ def _tokenizer(model_dir: Path):
     """The model's fast tokenizer (``tokenizers``, no transformers import), truncating as
     :func:`foveate.query.text.embed.embed_texts` does and never padding (one sentence)."""
     from tokenizers import Tokenizer
-
-    from .embed import EMBED_MAX_TOKENS
 
     tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
     tok.no_padding()
@@ -161,8 +160,6 @@ class OnnxQueryEncoder:
 
 def _verify(enc: OnnxQueryEncoder) -> float:
     """The export's largest difference from the torch embedding over :data:`PROBES`; the token ids must be equal."""
-    from .embed import EMBED_MAX_TOKENS, embed_texts, text_embedder
-
     tokenizer, _ = text_embedder()
     for p in PROBES:
         want = tokenizer([p], truncation=True, max_length=EMBED_MAX_TOKENS, return_tensors="np")["input_ids"]
@@ -174,18 +171,30 @@ def _verify(enc: OnnxQueryEncoder) -> float:
     return diff
 
 
-def _build(root: Path) -> OnnxQueryEncoder:
-    from ...core.device import REQUEST_THREADS
-    from .embed import text_embedder
-
+def _prepared(root: Path) -> tuple[Path, Path]:
+    """``(the model's folder, where its verified export lives)``."""
     model_dir = _model_dir()
-    final = root / "query-encoder" / _digest(model_dir)
+    return model_dir, root / "query-encoder" / _digest(model_dir)
+
+
+def _load(root: Path) -> OnnxQueryEncoder | None:
+    """The export prepared under ``root``; ``None`` when there is none (a corrupt one is dropped)."""
+    model_dir, final = _prepared(root)
     if (final / "verified.json").is_file():
         try:
             return OnnxQueryEncoder(final, model_dir, REQUEST_THREADS)
         except Exception as exc:  # a corrupt or partial file: export again
             log.warning("query encoder in %s could not be loaded (%s); exporting it again", final, exc)
             shutil.rmtree(final, ignore_errors=True)
+    return None
+
+
+def _build(root: Path) -> OnnxQueryEncoder:
+    """The export prepared under ``root``, exported and verified first if there is none."""
+    enc = _load(root)
+    if enc is not None:
+        return enc
+    model_dir, final = _prepared(root)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=final.parent))
     try:
@@ -205,6 +214,9 @@ def _build(root: Path) -> OnnxQueryEncoder:
 
 
 _BUILD_LOCK = threading.Lock()
+#: how to get the fast encoder, said once when questions are embedded by torch
+NOT_PREPARED = ("questions are embedded by torch: no onnxruntime query encoder is prepared in %s; run 'foveate prepare' "
+                "once (with the 'onnx' extra: pip install 'foveate[onnx]') for ~2.5x faster new questions")
 
 
 @functools.lru_cache(maxsize=1)
@@ -213,18 +225,45 @@ def _query_encoder() -> Any:
     if choice == "torch":
         return None
     try:
-        return _build(cache_root())
+        if choice == "onnx":
+            return _build(cache_root())
+        enc = _load(cache_root())
+        if enc is None:
+            log.info(NOT_PREPARED, cache_root())
+        return enc
     except Exception as exc:
         if choice == "onnx":
             raise ConfigError(f"FOVEATE_QUERY_ENCODER=onnx, but the onnxruntime query encoder could not be set up: "
                               f"{type(exc).__name__}: {exc}") from exc
-        log.warning("questions are embedded by torch: the onnxruntime query encoder could not be set up (%s: %s)",
+        log.warning("questions are embedded by torch: the onnxruntime query encoder could not be loaded (%s: %s)",
                     type(exc).__name__, exc)
         return None
 
 
 def query_encoder() -> Any:
     """The onnxruntime encoder, or ``None`` where questions are embedded by torch (see the module docstring).  Set up
-    once per process; concurrent first questions (a server's threads) wait for one export."""
+    once per process; concurrent first questions (a server's threads) wait for one load."""
     with _BUILD_LOCK:
         return _query_encoder()
+
+
+def prepare_query_encoder() -> dict[str, Any]:
+    """Export and verify the onnxruntime query encoder into the cache unless it is there (``foveate prepare``), and use
+    it from now on in this process.  Returns what happened: ``{"status": "ready" | "exported" | "skipped", "folder",
+    "reason"}``; ``skipped`` when ``FOVEATE_QUERY_ENCODER=torch`` or the export cannot run here (no ``onnx`` extra,
+    an old torch): questions are then embedded by torch."""
+    if encoder_choice() == "torch":
+        return {"status": "skipped", "reason": "FOVEATE_QUERY_ENCODER=torch"}
+    with _BUILD_LOCK:
+        root = cache_root()
+        enc = _load(root)
+        status = "ready"
+        if enc is None:
+            try:
+                enc = _build(root)
+            except Exception as exc:
+                return {"status": "skipped", "reason": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
+            status = "exported"
+        _query_encoder.cache_clear()
+        return {"status": status, "folder": str(enc.folder),
+                "max_abs_diff": json.loads((enc.folder / "verified.json").read_text()).get("max_abs_diff")}

@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from .embed import EMBED_DIM, embed_query, embed_texts
+from .handset import handset_features
 from .features import ANSWER_KINDS, COLUMNS, feature_rows, intent_features, line_features, relation_features
 from .match import question_scores
 
@@ -118,8 +119,6 @@ class AnswerRanker(nn.Module):
     def features(self, index: TextIndex, text: str) -> tuple[np.ndarray, np.ndarray]:
         """The feature rows (N, F) of every line of ``index`` for question ``text`` (the ranker's :attr:`columns`),
         and its embedding (384,)."""
-        from .term import handset_features
-
         kinds = self._arrays()["kind_embeddings"]
         key = ("line_features", kinds.tobytes())  # the features depend on the embeddings, not only on their names
         lf = index.cache.get(key)
@@ -151,7 +150,8 @@ class RankerEnsemble(nn.Module):
 
     One ranker's answers depend on its seed: on the validation split, five seeds of the recipe put the answer line
     first for 72-77 % of the FUNSD questions and 84.5-87.6 % of all; the mean of three seeds' probabilities 78.0 %
-    and 88.5 %.  The shipped weights average three (EVAL.md, "Last in this round").  The members share the feature
+    and 88.5 %.  The shipped weights average three (docs/lab/journal.md, "The ranker's step size decayed, and three rankers averaged"; today's seed
+    spread: EVAL.md, "Validation and test").  The members share the feature
     columns and answer kinds, so a question's features are computed once."""
 
     def __init__(self, members: Sequence[AnswerRanker]) -> None:

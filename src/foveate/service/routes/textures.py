@@ -12,6 +12,7 @@ from pydantic_core import to_json
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
+from ...vlm.rules.registry import rules_help
 from ...core.config import DEFAULT_BUDGET
 from ...core.errors import ImageDecodeError, QueryError, UnsupportedInputError
 from ...query.query import MAX_QUERY_CHARS
@@ -225,8 +226,7 @@ async def tokens(request: Request, tid: TextureId, q: QueryParams) -> Response:
 @router.get("/{tid}/crops", response_model=CropsOut, responses=ERRORS,
             summary="The pictures to send a VLM under its own token rule, never more tokens than the image")
 async def crops(request: Request, tid: TextureId, q: QueryParams,
-                vlm: str = Query("openai", max_length=64, description="VLM rule: openai, anthropic, gemini, "
-                                                                      "qwen2-vl, llava-1.5, openai-patch, patch:P."),
+                vlm: str = Query("openai", max_length=64, description=f"VLM rule: {rules_help()}."),
                 max_crops: Optional[int] = Query(None, ge=1, le=64, description="At most this many crops besides "
                                                                                 "the context picture."),
                 images: bool = Query(True, description="Include each picture as a PNG data URL.")) -> dict:

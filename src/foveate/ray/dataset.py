@@ -1,5 +1,5 @@
 """The texture dataset on disk: a folder (local or on any pyarrow filesystem) of Parquet part files plus a small
-manifest, written by :func:`foveate.dist.encode_dataset` and read by everything else.  Needs only pyarrow.
+manifest, written by :func:`foveate.ray.encode_dataset` and read by everything else.  Needs only pyarrow.
 
 Layout::
 
@@ -120,7 +120,7 @@ def open_manifest(where: str | os.PathLike, kind: str) -> dict:
     doc = read_manifest(where, kind)
     if doc is None:
         raise DatasetError(f"{where}: not a foveate {kind} dataset (no {MANIFEST}); write one with "
-                           f"{'foveate encode --ray' if kind == 'textures' else 'foveate.dist.select_dataset'}")
+                           f"{'foveate encode --ray' if kind == 'textures' else 'foveate.ray.select_dataset'}")
     return doc
 
 

@@ -1,5 +1,5 @@
 """``foveate encode --ray [ADDRESS] SRC... -o OUT/``: the encode command's Ray path, writing a texture dataset
-(:mod:`foveate.dist`).  ``foveate store import`` and ``foveate select DATASET/#ID`` read such datasets."""
+(:mod:`foveate.ray`).  ``foveate store import`` and ``foveate select DATASET/#ID`` read such datasets."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def split_address(value: str, images: list[str]) -> tuple[str | None, list[str]]
 
 def encode_with_ray(address_opt: str, images: list[str], output: str | None, config: EncodeConfig, workers: int,
                     batch_size: int) -> None:
-    from ..dist.encode import encode_dataset
+    from ..ray.encode import encode_dataset
 
     address, images = split_address(address_opt, images)
     if not images:

@@ -169,7 +169,7 @@ def encode_dataset(source: str | os.PathLike | Iterable[str | os.PathLike] | Any
             pyarrow filesystem: local, ``s3://``, ``gs://``, ``hdfs://``, ...), or a Ray Dataset with a column of
             image bytes (``bytes`` / ``image``, as ``ray.data.read_binary_files`` gives) or of paths (``path`` /
             ``source`` / ``uri``).
-        output: the dataset folder (local path or URI; see :mod:`foveate.dist.dataset` for the layout).
+        output: the dataset folder (local path or URI; see :mod:`foveate.ray.dataset` for the layout).
         preset: the channel preset (``fast``, ``default``, ``full``); ``config`` (an :class:`EncodeConfig`)
             replaces it.
         weights: the semantic channels' image-text model (a local checkpoint directory), as ``--semantic-model``.
@@ -187,7 +187,7 @@ def encode_dataset(source: str | os.PathLike | Iterable[str | os.PathLike] | Any
     ``duplicate`` (same pixels as a texture written before) and ``skipped`` (already in the output: a rerun
     resumes).
     """
-    from ..core.channels import resolve_groups, with_semantic_model
+    from ..channels.registry import resolve_groups, with_semantic_model
 
     started = time.time()
     config = with_semantic_model(config or EncodeConfig(preset=preset), weights)

@@ -225,7 +225,7 @@ def select_dataset(textures: str | os.PathLike, queries, output: str | os.PathLi
     dataset ``output`` on a Ray cluster.
 
     Args:
-        textures: a dataset written by :func:`foveate.dist.encode_dataset` (path or URI).
+        textures: a dataset written by :func:`foveate.ray.encode_dataset` (path or URI).
         queries: see :func:`load_queries` -- rows naming a texture by ``id`` or ``source`` and a ``query``.
         budget, mode: defaults for rows without their own ``budget`` / ``mode``.
         weights: relevance weights (``default``, ``handset`` or a file from ``foveate train``); ``scorer``: a

@@ -1,4 +1,4 @@
-"""``foveate bench-ray``: the Ray pipeline (:mod:`foveate.dist`) on one machine, against the local paths.
+"""``foveate bench-ray``: the Ray pipeline (:mod:`foveate.ray`) on one machine, against the local paths.
 
 On the same images, one after the other:
 
@@ -55,8 +55,8 @@ def _worker_loop(pairs, config_dict: dict, batch_size: int, out: str) -> dict:
     """The body of the ``in-process`` run (in a child process: see :func:`_in_process_run`)."""
     import pyarrow as pa
 
-    from ..dist.dataset import KeySet, prepare_output, texture_manifest
-    from ..dist.encode import EncodeWorker
+    from ..ray.dataset import KeySet, prepare_output, texture_manifest
+    from ..ray.encode import EncodeWorker
 
     config = EncodeConfig.from_dict(config_dict)
     job = prepare_output(out, texture_manifest(config))
@@ -94,8 +94,8 @@ def _in_process_run(pairs, config, batch_size: int, out: Path) -> dict:
 
 
 def _ray_run(pairs, config, workers: int, batch_size: int, out: Path) -> dict:
-    from ..dist import encode_dataset, find_texture
-    from ..dist.dataset import scan
+    from ..ray import encode_dataset, find_texture
+    from ..ray.dataset import scan
 
     s = encode_dataset([p for p, _ in pairs], out, config=config, concurrency=workers, batch_size=batch_size,
                        progress=False)
@@ -133,8 +133,8 @@ def run_dist_bench(sources: list[str], preset: str = "fast", workers: tuple[int,
                    json_path: Path | None = None, console=None) -> dict:
     import torch
 
-    from ..dist.runtime import connect, require_ray
-    from ..dist.sources import expand_sources, read_location
+    from ..ray.runtime import connect, require_ray
+    from ..ray.sources import expand_sources, read_location
 
     config = EncodeConfig(preset=preset)
     pairs = expand_sources(sources if len(sources) != 1 else sources[0])

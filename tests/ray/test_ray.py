@@ -21,8 +21,8 @@ import foveate  # noqa: E402
 from foveate.core.config import EncodeConfig  # noqa: E402
 from foveate.core.io import load_image  # noqa: E402
 from foveate.core.texture import Texture, content_hash, texture_id  # noqa: E402
-from foveate.dist import encode_dataset, find_texture, select_dataset  # noqa: E402
-from foveate.dist.dataset import part_files, scan  # noqa: E402
+from foveate.ray import encode_dataset, find_texture, select_dataset  # noqa: E402
+from foveate.ray.dataset import part_files, scan  # noqa: E402
 from foveate.render.crops import plan_crops  # noqa: E402
 
 from ..cli.common import run  # noqa: E402
@@ -158,7 +158,7 @@ def test_a_ray_dataset_of_image_bytes_or_paths(cluster, tmp_path):
 _DRIVER = textwrap.dedent("""
     import sys, ray
     ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False)
-    from foveate.dist import encode_dataset
+    from foveate.ray import encode_dataset
     encode_dataset(sys.argv[2], sys.argv[3], preset="fast", concurrency=2, batch_size=1, progress=False)
 """)
 

@@ -16,11 +16,11 @@ import foveate  # noqa: E402
 from foveate.core.config import EncodeConfig  # noqa: E402
 from foveate.core.errors import ConfigError, DatasetError, TextureFormatError  # noqa: E402
 from foveate.core.texture import Texture, content_hash, texture_id  # noqa: E402
-from foveate.dist.dataset import (LeaseLost, KeySet, ROW_GROUP_ROWS, dedupe, part_files, prepare_output,  # noqa: E402
+from foveate.ray.dataset import (LeaseLost, KeySet, ROW_GROUP_ROWS, dedupe, part_files, prepare_output,  # noqa: E402
                                   read_manifest, read_rows, scan, texture_manifest, write_part)
-from foveate.dist.encode import EncodeWorker  # noqa: E402
-from foveate.dist.reader import find_texture, import_into_store, iter_textures, split_ref  # noqa: E402
-from foveate.dist.sources import expand_sources  # noqa: E402
+from foveate.ray.encode import EncodeWorker  # noqa: E402
+from foveate.ray.reader import find_texture, import_into_store, iter_textures, split_ref  # noqa: E402
+from foveate.ray.sources import expand_sources  # noqa: E402
 from foveate.store import TextureStore  # noqa: E402
 
 from .common import BAD, assert_one_row_per_source, assert_same_texture, corpus  # noqa: E402
@@ -250,7 +250,7 @@ def test_keyset_and_references(tmp_path):
 
 
 def test_ray_flag_takes_an_optional_address(tmp_path):
-    from foveate.cli.dist import ray_flag_argv, split_address
+    from foveate.cli.ray import ray_flag_argv, split_address
 
     assert ray_flag_argv(["encode", "a.png", "--ray"]) == ["encode", "a.png", "--ray="]
     assert ray_flag_argv(["encode", "--ray", "imgs/", "-o", "o"]) == ["encode", "--ray=", "imgs/", "-o", "o"]
@@ -264,7 +264,7 @@ def test_ray_flag_takes_an_optional_address(tmp_path):
 
 
 def test_encode_dataset_validates_before_any_cluster_work(tmp_path):
-    from foveate.dist import encode_dataset, select_dataset
+    from foveate.ray import encode_dataset, select_dataset
 
     with pytest.raises(ConfigError, match="unknown preset"):
         encode_dataset(tmp_path, tmp_path / "o", preset="nope")
@@ -285,7 +285,7 @@ def test_queries_tables_and_their_join_with_the_textures(encoded, tmp_path):
     import pandas as pd
     import pyarrow.parquet as pq
 
-    from foveate.dist.select import _work, load_queries
+    from foveate.ray.select import _work, load_queries
 
     out, files, _ = encoded
     rows = [{"source": str(files["r0"]), "query": "a dog", "budget": 64},

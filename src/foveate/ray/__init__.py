@@ -8,7 +8,7 @@
 * reading (pyarrow only, no Ray): :func:`find_texture` (random access by id), :func:`iter_textures`,
   :func:`import_into_store`; ``Texture.load(row)`` reads a row.
 
-The on-disk layout is in :mod:`foveate.dist.dataset`; the plan for 10^7 images in docs/scale.md.  Importing this
+The on-disk layout is in :mod:`foveate.ray.dataset`; the plan for 10^7 images in docs/scale.md.  Importing this
 package imports neither Ray nor pyarrow.
 """
 

@@ -1,0 +1,88 @@
+"""Request formats: how a request body carries pictures, each introduced by one short line, the question last.
+Each VLM rule names the format its provider takes (:attr:`foveate.vlm.rules.base.VlmRule.format`).
+
+* ``openai`` -- chat completions (``image_url`` parts with data URLs; ``detail`` where the plan chose one); also
+  what OpenAI-compatible servers (vLLM, llama.cpp) take.
+* ``anthropic`` -- messages (base64 ``image`` blocks; ``max_tokens`` is a required field).
+* ``gemini`` -- generateContent (``inline_data`` parts).
+* ``qwen2-vl`` -- the processor's chat-template messages; the pixels travel as processor inputs
+  (:meth:`foveate.vlm.rules.qwen.Qwen2VL.inputs`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:
+    from .plan import Picture
+
+#: ``max_tokens`` of an Anthropic body (a required field of the messages API)
+ANTHROPIC_MAX_TOKENS = 1024
+
+
+@dataclass(frozen=True)
+class RequestFormat:
+    """A request body format, named by its ``api``."""
+
+    api: str
+    description: str
+
+    def body(self, model: str, lines: Sequence[str], pictures: Sequence[Picture], encoded: Sequence[str],
+             media: str, question: str) -> dict[str, Any]:
+        """The JSON body for pictures already encoded as base64 ``encoded`` strings of type ``media``, each introduced
+        by its line of ``lines``, then ``question``."""
+        raise NotImplementedError
+
+
+class OpenAIChat(RequestFormat):
+    def body(self, model: str, lines: Sequence[str], pictures: Sequence[Picture], encoded: Sequence[str],
+             media: str, question: str) -> dict[str, Any]:
+        content: list[dict[str, Any]] = []
+        for line, pic, data in zip(lines, pictures, encoded):
+            image_url = {"url": f"data:{media};base64,{data}"}
+            if pic.option is not None:
+                image_url["detail"] = pic.option
+            content += [{"type": "text", "text": line}, {"type": "image_url", "image_url": image_url}]
+        return {"model": model, "messages": [{"role": "user", "content": content + [{"type": "text",
+                                                                                      "text": question}]}]}
+
+
+class AnthropicMessages(RequestFormat):
+    def body(self, model: str, lines: Sequence[str], pictures: Sequence[Picture], encoded: Sequence[str],
+             media: str, question: str) -> dict[str, Any]:
+        content: list[dict[str, Any]] = []
+        for line, data in zip(lines, encoded):
+            content += [{"type": "text", "text": line},
+                        {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}]
+        return {"model": model, "max_tokens": ANTHROPIC_MAX_TOKENS,
+                "messages": [{"role": "user", "content": content + [{"type": "text", "text": question}]}]}
+
+
+class GeminiContents(RequestFormat):
+    def body(self, model: str, lines: Sequence[str], pictures: Sequence[Picture], encoded: Sequence[str],
+             media: str, question: str) -> dict[str, Any]:
+        parts: list[dict[str, Any]] = []
+        for line, data in zip(lines, encoded):
+            parts += [{"text": line}, {"inline_data": {"mime_type": media, "data": data}}]
+        return {"contents": [{"role": "user", "parts": parts + [{"text": question}]}]}
+
+
+class ProcessorMessages(RequestFormat):
+    def body(self, model: str, lines: Sequence[str], pictures: Sequence[Picture], encoded: Sequence[str],
+             media: str, question: str) -> dict[str, Any]:
+        content: list[dict[str, Any]] = []
+        for line in lines:
+            content += [{"type": "text", "text": line}, {"type": "image"}]
+        return {"model": model, "messages": [{"role": "user", "content": content + [{"type": "text",
+                                                                                      "text": question}]}]}
+
+
+OPENAI_CHAT = OpenAIChat("openai", "OpenAI chat completions (and OpenAI-compatible servers)")
+ANTHROPIC_MESSAGES = AnthropicMessages("anthropic", "Anthropic messages")
+GEMINI_CONTENTS = GeminiContents("gemini", "Gemini generateContent")
+QWEN_PROCESSOR = ProcessorMessages("qwen2-vl", "chat-template messages; the pixels as the processor's inputs")
+
+#: the formats by ``api`` name (:func:`foveate.vlm.payload.build_body`)
+FORMATS: dict[str, RequestFormat] = {f.api: f for f in (OPENAI_CHAT, ANTHROPIC_MESSAGES, GEMINI_CONTENTS,
+                                                        QWEN_PROCESSOR)}

@@ -1,0 +1,123 @@
+"""Qwen2-VL / Qwen2.5-VL through transformers' own image processor: the size the model sees comes from the
+processor module's ``smart_resize`` and the token count from the processor itself, not from a copy of their
+arithmetic; :meth:`Qwen2VL.inputs` returns the processor's ``pixel_values`` and ``image_grid_thw``.
+
+transformers is imported here, inside functions, only when a Qwen2-VL rule is used.  transformers >= 5 ships the
+processor in two backends: ``Qwen2VLImageProcessorPil`` (NumPy + PIL) and a torchvision one; the PIL backend is
+used (torchvision is not a dependency).  transformers 4.x names its NumPy processor ``Qwen2VLImageProcessor``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ...core.errors import ConfigError
+from ...core.types import U8
+from ..formats import QWEN_PROCESSOR
+from .base import VlmRule
+
+#: tokens reported for a picture the processor refuses (aspect ratio over 200): never chosen by a planner
+REFUSED = 2**40
+#: the largest ``max_pixels`` ``qwen2-vl:N`` takes (2**31 - 1: a picture of 46k x 46k pixels)
+MAX_PIXELS = 2**31 - 1
+
+
+def processor_class() -> type:
+    """transformers' NumPy/PIL Qwen2-VL image processor class (no torchvision needed)."""
+    try:
+        from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+        return Qwen2VLImageProcessorPil
+    except ImportError:  # transformers 4.x
+        from transformers.models.qwen2_vl.image_processing_qwen2_vl import Qwen2VLImageProcessor
+        return Qwen2VLImageProcessor
+
+
+def _smart_resize():
+    try:
+        from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize
+    except ImportError:  # transformers 4.x
+        from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize
+    return smart_resize
+
+
+class Qwen2VL(VlmRule):
+    """Qwen2-VL: 14-px patches merged 2 x 2, so one token per 28 x 28 px of the picture as the processor resizes
+    it (``smart_resize``: each side rounded to a multiple of 28, the area kept between ``min_pixels`` and
+    ``max_pixels``).  Source: transformers' ``Qwen2VLImageProcessor`` (huggingface.co/docs/transformers/
+    model_doc/qwen2_vl; defaults min_pixels 56 x 56, max_pixels 28 x 28 x 1280).  ``qwen2-vl:N`` sets max_pixels
+    to N (the Qwen2-VL-7B-Instruct checkpoint's own config uses 12845056).  No documented picture limit: the
+    context length (32k tokens) bounds it."""
+
+    name = "qwen2-vl"
+    format = QWEN_PROCESSOR
+    default_model = "Qwen/Qwen2-VL-7B-Instruct"
+    source = "https://huggingface.co/docs/transformers/model_doc/qwen2_vl"
+
+    def __init__(self, arg: str | None = None) -> None:
+        self.max_pixels: int | None = None
+        if arg:
+            try:
+                self.max_pixels = int(arg)
+            except ValueError:
+                raise ConfigError(f"qwen2-vl:N takes max_pixels as a whole number, got {arg!r}") from None
+            if not 56 * 56 <= self.max_pixels <= MAX_PIXELS:
+                raise ConfigError(f"qwen2-vl: max_pixels must be from {56 * 56} to {MAX_PIXELS}, got {self.max_pixels}")
+            self.name = f"qwen2-vl:{self.max_pixels}"
+        self._proc: Any = None
+
+    @property
+    def processor(self) -> Any:
+        """The transformers image processor this rule prices with (made on first use)."""
+        if self._proc is None:
+            cls = processor_class()
+            self._proc = cls(max_pixels=self.max_pixels) if self.max_pixels else cls()
+            size = self._proc.size
+            get = size.get if isinstance(size, dict) else (lambda k: getattr(size, k, None))
+            self.min_pixels = int(get("shortest_edge") or self._proc.min_pixels)
+            self.max_pixels = int(get("longest_edge") or self._proc.max_pixels)
+            self.factor = int(self._proc.patch_size * self._proc.merge_size)
+            self._resize = lru_cache(maxsize=65536)(self._resize_one)
+        return self._proc
+
+    def _resize_one(self, w: int, h: int) -> tuple[int, int, int]:
+        """(tokens, seen_w, seen_h) of one picture, from transformers."""
+        proc = self._proc
+        try:
+            sh, sw = _smart_resize()(h, w, factor=self.factor, min_pixels=self.min_pixels, max_pixels=self.max_pixels)
+        except ValueError:  # aspect ratio over 200
+            return REFUSED, 1, 1
+        if hasattr(proc, "get_number_of_image_patches"):
+            patches = proc.get_number_of_image_patches(h, w, {})
+        else:  # pragma: no cover - transformers < 4.50
+            patches = (sh // proc.patch_size) * (sw // proc.patch_size)
+        return patches // proc.merge_size ** 2, sw, sh
+
+    def price(self, w, h, option=None):
+        self.processor  # noqa: B018 -- makes the processor and the resize cache
+        w, h = np.asarray(w, np.int64), np.asarray(h, np.int64)
+        out = np.array([self._resize(int(a), int(b)) for a, b in zip(w.ravel(), h.ravel())], np.int64).reshape(-1, 3)
+        shape = w.shape
+        return out[:, 0].reshape(shape), out[:, 1].reshape(shape), out[:, 2].reshape(shape)
+
+    def fit(self, bw, bh, scale):
+        """Sides rounded *up* to the processor's multiple of 28, so that ``smart_resize`` (which rounds to the
+        nearest multiple) never shrinks a crop below the scale it was selected at."""
+        self.processor  # noqa: B018
+        w, h = super().fit(bw, bh, scale)
+        f = self.factor
+        return -(-w // f) * f, -(-h // f) * f
+
+    def whole(self, w, h):
+        sent, sending = super().whole(w, h)
+        if sending.tokens >= REFUSED:
+            raise ConfigError(f"qwen2-vl takes pictures with an aspect ratio up to 200, got {w}x{h}")
+        return sent, sending
+
+    def inputs(self, pictures: list[U8]) -> dict[str, Any]:
+        """The processor's model inputs for RGB pictures (H, W, 3) uint8: ``pixel_values`` (patches, C*T*14*14)
+        and ``image_grid_thw`` (pictures, 3) as torch tensors."""
+        out = self.processor(images=[np.ascontiguousarray(p) for p in pictures], return_tensors="pt")
+        return {"pixel_values": out["pixel_values"], "image_grid_thw": out["image_grid_thw"]}

@@ -1,0 +1,146 @@
+"""The VLM-rule registry: every rule a spec (``--vlm``, the service's ``vlm`` field) can name.
+
+The built-in rules are registered here, one line each.  A new rule is one module defining a
+:class:`~.base.VlmRule` (its price, its limits, its request format) and one :func:`register_rule` line; help texts,
+benchmarks and the contract tests read the registry (:func:`list_rules`, :func:`rule_examples`,
+:func:`rules_help`).
+
+A spec is ``NAME`` or ``NAME:ARG``: ``openai:gpt-4o-mini``, ``openai-patch:gpt-4.1-nano``, ``qwen2-vl:12845056``
+(max_pixels), ``patch:14``.  Rules are made once per spec and kept (at most :data:`MAX_CACHED`, the least recently
+used dropped: a server answering many distinct specs stays bounded).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Callable
+
+from ...core.errors import ConfigError
+from .anthropic import Anthropic
+from .base import VlmRule
+from .gemini import Gemini
+from .llava import Llava15
+from .openai import OpenAIPatches, OpenAITiles
+from .patch import Patches
+from .qwen import Qwen2VL
+
+#: rules kept made, by spec
+MAX_CACHED = 64
+#: longest spec read (longer ones are refused before any parsing)
+MAX_SPEC_CHARS = 200
+
+
+@dataclass(frozen=True)
+class RuleEntry:
+    """A registered rule.
+
+    Attributes:
+        name: the spec's name part.
+        factory: ``factory(arg)`` makes the rule from the spec's part after ``name:`` (``None`` without one).
+        argument: what the part after ``name:`` is (``"MODEL"``, ``"P"``; the factory reads it), ``None`` where the
+            rule takes none.
+        required: the argument must be given (``patch:P``).
+        example: a spec of this rule for tests, benchmarks and help (default: the name).
+    """
+
+    name: str
+    factory: Callable[[str | None], VlmRule]
+    argument: str | None = "ARG"
+    required: bool = False
+    example: str = ""
+
+    @property
+    def usage(self) -> str:
+        """``name``, ``name[:ARG]`` or ``name:ARG``."""
+        if self.argument is None:
+            return self.name
+        return f"{self.name}:{self.argument}" if self.required else f"{self.name}[:{self.argument}]"
+
+
+_RULES: dict[str, RuleEntry] = {}
+_CACHE: OrderedDict[str, VlmRule] = OrderedDict()
+_LOCK = threading.Lock()
+
+
+def register_rule(name: str, factory: Callable[[str | None], VlmRule], *, argument: str | None = "ARG",
+                  required: bool = False, example: str | None = None) -> RuleEntry:
+    """Add (or replace) a rule: ``factory(arg)`` makes it from the spec's part after ``name:`` (see
+    :class:`RuleEntry`)."""
+    entry = RuleEntry(name, factory, argument, required, example or name)
+    with _LOCK:
+        _RULES[name] = entry
+        for key in [k for k in _CACHE if k.split(":", 1)[0] == name]:
+            del _CACHE[key]
+    return entry
+
+
+def list_rules() -> list[str]:
+    """The registered rule names."""
+    return list(_RULES)
+
+
+def rule_entries() -> list[RuleEntry]:
+    """The registered rules, in registration order."""
+    return list(_RULES.values())
+
+
+def rule_examples() -> list[str]:
+    """One spec per registered rule (``patch:14`` for ``patch``)."""
+    return [e.example for e in _RULES.values()]
+
+
+def rules_help() -> str:
+    """The specs for a help text: ``openai[:MODEL], openai-patch[:MODEL], anthropic, ...``."""
+    return ", ".join(e.usage for e in _RULES.values())
+
+
+def get_rule(spec: str | VlmRule) -> VlmRule:
+    """A rule from its spec (see the module docstring); a :class:`VlmRule` is returned as is.  An unknown name, an
+    argument the rule does not take, or a bad argument is a :class:`~foveate.core.errors.ConfigError`."""
+    if isinstance(spec, VlmRule):
+        return spec
+    if not isinstance(spec, str) or len(spec) > MAX_SPEC_CHARS:
+        raise ConfigError(f"a VLM rule spec is a short string such as 'openai' or 'patch:14', got "
+                          f"{str(spec)[:40]!r}{'...' if len(str(spec)) > 40 else ''}")
+    key = spec.strip().lower()
+    with _LOCK:
+        rule = _CACHE.get(key)
+        if rule is not None:
+            _CACHE.move_to_end(key)
+            return rule
+        name, _, arg = key.partition(":")
+        entry = _RULES.get(name)
+    if entry is None:
+        raise ConfigError(f"unknown VLM rule {spec!r}; known: {rules_help()}")
+    if arg and entry.argument is None:
+        raise ConfigError(f"{name} takes no argument, got {spec!r}")
+    if not arg and entry.required:
+        raise ConfigError(f"{name} needs an argument: {entry.usage}")
+    rule = entry.factory(arg or None)
+    with _LOCK:
+        _CACHE[key] = rule
+        while len(_CACHE) > MAX_CACHED:
+            _CACHE.popitem(last=False)
+    return rule
+
+
+def _patch(arg: str | None) -> VlmRule:
+    try:
+        size = int(arg or "")
+    except ValueError:
+        raise ConfigError(f"patch:P needs a whole number of pixels, got {arg!r}") from None
+    return Patches(size)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# The built-in rules
+
+register_rule("openai", lambda a: OpenAITiles(a or "gpt-4o"), argument="MODEL")
+register_rule("openai-patch", lambda a: OpenAIPatches(a or "gpt-4.1-mini"), argument="MODEL")
+register_rule("anthropic", lambda a: Anthropic(), argument=None)
+register_rule("gemini", lambda a: Gemini(), argument=None)
+register_rule("qwen2-vl", Qwen2VL, argument="MAX_PIXELS")
+register_rule("llava-1.5", lambda a: Llava15(), argument=None)
+register_rule("patch", _patch, argument="P", required=True, example="patch:14")
