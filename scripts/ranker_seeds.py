@@ -77,9 +77,9 @@ def logit_mean(weights: Path, cache: Path) -> None:
             return np.mean([m.logits(rows, query_embedding) for m in self.members], 0).astype(np.float32)
 
     w = load_weights(str(weights))
-    if not isinstance(w.ranker, RankerEnsemble):
+    if not isinstance(w.text.ranker, RankerEnsemble):
         raise SystemExit(f"{weights} holds one ranker, not an ensemble (foveate train --rankers N)")
-    geo = dataclasses.replace(w, ranker=LogitMean(list(w.ranker.members)).eval(), _scorers={})
+    geo = w.replace(text_ranker=LogitMean(list(w.text.ranker.members)).eval())
     named = {"probability_mean": w, "logit_mean": geo}
     recs = records(by_split(_pages(cache), "val"), named, (64, 144, 273, 576), prompts=False)
     print(format_table(hit_table(recs), list(named) + ["uniform"], "Validation hit % (quadtree)"))
@@ -94,7 +94,7 @@ def answer_lines(weights: str, cache: Path, split: str) -> None:
     from foveate.train.ranker import build_groups
     from foveate.weights import load_weights
 
-    ranker = load_weights(weights).ranker
+    ranker = load_weights(weights).text.ranker
     stats: dict[tuple[str, int], list[tuple[bool, float]]] = {}
     for g in build_groups(by_split(_pages(cache), split), ranker):
         pos = g.positive[:-1]
@@ -120,7 +120,7 @@ def cost(files: list[str]) -> None:
 
     index = text_index(encode_array(load_image(EXAMPLES / "page.png"), EncodeConfig()))
     for name in files:
-        ranker = load_weights(name).ranker
+        ranker = load_weights(name).text.ranker
         rows, eq = ranker.features(index, "What is the total?")
         times = []
         for _ in range(201):

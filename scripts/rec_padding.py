@@ -1,5 +1,5 @@
 """The recogniser's padding: rapidocr's (every batch of lines at least 320 px wide) against foveate's
-(:data:`foveate.query.text.ocr.REC_MIN_WIDTH`), on the training split of a set.
+(:data:`foveate.channels.text.ocr.REC_MIN_WIDTH`), on the training split of a set.
 
     python scripts/rec_padding.py [DATA_DIR] [-n 30] [--width 160]
 
@@ -54,7 +54,7 @@ def main() -> None:
 
     from foveate.core.io import load_image
     from foveate.eval.data import split_of
-    from foveate.query.text.ocr import REC_MIN_WIDTH, _lines, engine_params
+    from foveate.channels.text.ocr import REC_MIN_WIDTH, _lines, engine_params
 
     data = Path(args.data)
     width = args.width or REC_MIN_WIDTH

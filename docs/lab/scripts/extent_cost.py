@@ -33,9 +33,9 @@ def main() -> None:
     page = Path(foveate.__file__).resolve().parent / "examples" / "page.png"
     tex = foveate.encode(str(page), device="cpu")
     shipped = load_weights("default")
-    if shipped.extent is None:
+    if shipped.text.extent is None:
         raise SystemExit("the shipped weights have no extent model")
-    rows = {"with extent": shipped, "without": dataclasses.replace(shipped, extent=None, _scorers={})}
+    rows = {"with extent": shipped, "without": shipped.replace(text_extent=None)}
     layouts = {k: {} for k in rows}
     for name, w in rows.items():
         for q in TEXT_QUERIES:

@@ -36,7 +36,7 @@ def main() -> None:
     tex = foveate.encode(str(EXAMPLES / "page.png"), device="cpu")
     w = load_weights("default")
     index = text_index(tex)
-    paint = (w.text_sharpness, w.text_pad, w.text_fill)
+    paint = w.text.paint
     for q in TEXT_QUERIES:
         embed_query(q)
     select(tex, TEXT_QUERIES[0], weights=w)  # warm-up
@@ -53,10 +53,10 @@ def main() -> None:
             ms["new question"].append(timed(lambda: select(tex, q, weights=w)))
             ms["asked before"].append(timed(lambda: select(tex, q, weights=w)))
             index.recent.clear()
-            ms["ranker"].append(timed(lambda: answer_probabilities(index, q, w.ranker)))
-            p = answer_probabilities(index, q, w.ranker)
-            ms["extent"].append(timed(lambda: answer_extent(index, q, p, w.extent)))
-            boxes, probs, heights = answer_boxes(index, q, w.ranker, w.extent)
+            ms["ranker"].append(timed(lambda: answer_probabilities(index, q, w.text.ranker)))
+            p = answer_probabilities(index, q, w.text.ranker)
+            ms["extent"].append(timed(lambda: answer_extent(index, q, p, w.text.extent)))
+            boxes, probs, heights = answer_boxes(index, q, w.text.ranker, w.text.extent)
             ms["paint"].append(timed(lambda: answer_map(index, probs, *paint, boxes, heights)))
     print(f"bundled page, {len(index.lines)} OCR lines, {len(TEXT_QUERIES)} questions x {args.n}, 273 tokens; "
           f"median ms (MiniLM's pass not included)")

@@ -5,7 +5,7 @@ full-page lines in the images the gate would read, and how many images without t
     python scripts/gate_scan.py ../shared/data/coco_panoptic_grounding [--limit N]
 
 Backs "Every shared photo, later" in BENCHMARKS.md (issue 14).  Prints the images whose lines the shipped setting
-(``foveate.query.text.gate``: side 576, threshold 0.2, step 48) misses.
+(``foveate.channels.text.gate``: side 576, threshold 0.2, step 48) misses.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def main() -> None:
 
     from foveate.core.io import load_image
     from foveate.query.text import gate as G
-    from foveate.query.text.ocr import clear_ocr_cache, ocr_engine, run_ocr
+    from foveate.channels.text.ocr import clear_ocr_cache, ocr_engine, run_ocr
     from foveate.store.ingest import expand_images
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

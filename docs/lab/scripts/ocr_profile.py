@@ -3,7 +3,7 @@
     python scripts/ocr_profile.py [FOLDER] [-n 6]
 
 Reads the first ``n`` images of FOLDER (default: the shared FUNSD forms) with the engine foveate uses
-(:func:`foveate.query.text.ocr.ocr_engine`'s settings: foveate's thread count, memory arena on, word boxes) and with
+(:func:`foveate.channels.text.ocr.ocr_engine`'s settings: foveate's thread count, memory arena on, word boxes) and with
 variants of it: no angle classifier, larger recognition batches, no word boxes, rapidocr's own padding.  Prints the
 median wall time per page of each variant and the detection / classification / recognition split of rapidocr's own
 timer on the last page.
@@ -38,7 +38,7 @@ def main() -> None:
     from rapidocr import RapidOCR
 
     from foveate.core.io import load_image
-    from foveate.query.text.ocr import engine_params
+    from foveate.channels.text.ocr import engine_params
 
     paths = sorted(p for p in Path(args.folder).iterdir() if p.suffix.lower() in {".png", ".jpg", ".jpeg"})[: args.n]
     if not paths:
