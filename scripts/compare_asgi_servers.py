@@ -43,19 +43,67 @@ NOFILE = 1024
 def candidates(port: int) -> dict[str, list[str]]:
     py = sys.executable
     app = "foveate.service:app_from_env"
-    uv = [py, "-m", "uvicorn", "--factory", app, "--host", "127.0.0.1", "--port", str(port), "--log-level",
-          "warning", "--h11-max-incomplete-event-size", str(64 * 1024)]
+    uv = [
+        py,
+        "-m",
+        "uvicorn",
+        "--factory",
+        app,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "warning",
+        "--h11-max-incomplete-event-size",
+        str(64 * 1024),
+    ]
     return {
         "uvicorn (before)": uv,
         "uvicorn --limit-concurrency 100": uv + ["--limit-concurrency", "100"],
-        "foveate serve (uvicorn + H11Protocol)": [py, "-m", "foveate.cli", "serve", "--host", "127.0.0.1", "--port",
-                                                  str(port), "--log-level", "warning"],
-        "hypercorn --read-timeout 10": [py, "-m", "hypercorn", f"{app}()", "--bind", f"127.0.0.1:{port}",
-                                        "--read-timeout", "10", "--log-level", "warning"],
-        "granian --http1-header-read-timeout 10000": [py, "-m", "granian", "--interface", "asgi", "--factory", app,
-                                                     "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-                                                     "--http1-header-read-timeout", "10000", "--log-level",
-                                                     "warning"],
+        "foveate serve (uvicorn + H11Protocol)": [
+            py,
+            "-m",
+            "foveate.cli",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        "hypercorn --read-timeout 10": [
+            py,
+            "-m",
+            "hypercorn",
+            f"{app}()",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--read-timeout",
+            "10",
+            "--log-level",
+            "warning",
+        ],
+        "granian --http1-header-read-timeout 10000": [
+            py,
+            "-m",
+            "granian",
+            "--interface",
+            "asgi",
+            "--factory",
+            app,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+            "--http1-header-read-timeout",
+            "10000",
+            "--log-level",
+            "warning",
+        ],
     }
 
 
@@ -65,8 +113,9 @@ def _limit_files() -> None:
 
 def start(cmd: list[str], env: dict, log: Path) -> subprocess.Popen:
     with open(log, "wb") as f:
-        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, preexec_fn=_limit_files,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdout=f, stderr=subprocess.STDOUT, env=env, preexec_fn=_limit_files, start_new_session=True
+        )
     return proc
 
 

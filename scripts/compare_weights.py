@@ -26,8 +26,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", type=Path, required=True)
     ap.add_argument("--split", default="val", choices=["train", "val", "test", "all"])
-    ap.add_argument("--sets", default=",".join(Path(s).name for s in SETS),
-                    help="comma-separated names of the shared sets to score (default: all three)")
+    ap.add_argument(
+        "--sets",
+        default=",".join(Path(s).name for s in SETS),
+        help="comma-separated names of the shared sets to score (default: all three)",
+    )
     ap.add_argument("--row", action="append", required=True, help="NAME=WEIGHTS[:MODE] (mode default auto)")
     args = ap.parse_args()
 
@@ -39,7 +42,9 @@ def main() -> None:
     rows, modes = {}, {}
     for spec in args.row:
         name, _, rest = spec.partition("=")
-        weights, _, mode = rest.rpartition(":") if rest.endswith((":auto", ":quadtree", ":topk")) else (rest, "", "auto")
+        weights, _, mode = (
+            rest.rpartition(":") if rest.endswith((":auto", ":quadtree", ":topk")) else (rest, "", "auto")
+        )
         rows[name], modes[name] = load_weights(weights), mode
     names = args.sets.split(",")
     unknown = sorted(set(names) - {Path(s).name for s in SETS})

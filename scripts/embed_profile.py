@@ -5,8 +5,8 @@
 Prints the median forward time with ``transformers``' eager and SDPA attention (and their largest difference), the
 share of ``torch.profiler``'s self CPU time per op over 20 passes, and the time of one 15x384 by 384x1536 linear layer
 (MiniLM's feed-forward shape for a 15-token question), then the onnxruntime encoder foveate embeds questions with
-(``foveate.query.text.query_onnx``), tokenizer and pooling included.  Backs the figures in BENCHMARKS.md ("Learned relevance: what
-select costs").
+(``foveate.query.text.query_onnx``), tokenizer and pooling included.  Backs the figures in BENCHMARKS.md ("A new
+question on onnxruntime").
 """
 
 from __future__ import annotations
@@ -86,8 +86,10 @@ def main() -> None:
         enc(q)
         ts.append((time.perf_counter() - t0) * 1000.0)
     diff = max(float(abs(enc(q) - embed_texts([q])[0]).max()) for q in questions[:10])
-    print(f"onnxruntime (foveate.query.text.query_onnx), tokenizer and pooling included: {statistics.median(ts):.2f} ms "
-          f"median; largest difference from the torch embedding {diff:.1e}")
+    print(
+        f"onnxruntime (foveate.query.text.query_onnx), tokenizer and pooling included: {statistics.median(ts):.2f} ms "
+        f"median; largest difference from the torch embedding {diff:.1e}"
+    )
 
 
 if __name__ == "__main__":

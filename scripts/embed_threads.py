@@ -49,8 +49,10 @@ def main() -> None:
             for threads in (1, 2):
                 torch.set_num_threads(threads)
                 ts = _time_embeddings(args.n)
-                print(f"busy processes {busy}, torch threads {threads}: median {statistics.median(ts):.2f} ms, "
-                      f"max {max(ts):.2f} ms")
+                print(
+                    f"busy processes {busy}, torch threads {threads}: median {statistics.median(ts):.2f} ms, "
+                    f"max {max(ts):.2f} ms"
+                )
         finally:
             stop.set()
             for p in procs:

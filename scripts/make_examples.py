@@ -17,6 +17,7 @@ out = Path(__file__).resolve().parent.parent / "src" / "foveate" / "examples"
 out.mkdir(parents=True, exist_ok=True)
 page = invoice_page()
 cv2.imwrite(str(out / "page.png"), cv2.cvtColor(page.image, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_PNG_COMPRESSION, 9])
-cv2.imwrite(str(out / "photo.jpg"), cv2.cvtColor(skimage.data.astronaut(), cv2.COLOR_RGB2BGR),
-            [cv2.IMWRITE_JPEG_QUALITY, 90])
+cv2.imwrite(
+    str(out / "photo.jpg"), cv2.cvtColor(skimage.data.astronaut(), cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, 90]
+)
 print("wrote", *sorted(p.name for p in out.iterdir()))

@@ -32,8 +32,16 @@ def main() -> None:
 
     fit = run.fit_rankers  # what foveate train calls for the final rankers and the cross-fitting ones
     run.fit_rankers = lambda pages, seed=0, **kw: fit(pages, seed=seed + args.offset, **kw)
-    res = run.train(TrainConfig(tuple(args.sources), args.output, cache=args.cache, seed=args.seed,
-                                rankers=args.rankers, evaluate_test=False))
+    res = run.train(
+        TrainConfig(
+            tuple(args.sources),
+            args.output,
+            cache=args.cache,
+            seed=args.seed,
+            rankers=args.rankers,
+            evaluate_test=False,
+        )
+    )
     print("text term:", res.report["scorer"]["text_term_search"]["chosen"])
 
 

@@ -19,13 +19,16 @@ page's lines, the features computed once), median of 200.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 
 import numpy as np
 
-SOURCES = ["../shared/data/funsd_forms", "../shared/data/wildreceipt", "../shared/data/coco_panoptic_grounding",
-           "synth:300"]
+SOURCES = [
+    "../shared/data/funsd_forms",
+    "../shared/data/wildreceipt",
+    "../shared/data/coco_panoptic_grounding",
+    "synth:300",
+]
 
 
 def _pages(cache: Path):
@@ -62,8 +65,12 @@ def seeds(cache: Path, n: int, epochs: int = 12, hidden: int = 32) -> None:
         singles = [top1(lambda g, r=r: soft(r, g), sets)[0] for r in rankers]
         three, m = top1(lambda g: np.mean([soft(r, g) for r in rankers[:3]], 0), sets)
         every, _ = top1(lambda g: np.mean([soft(r, g) for r in rankers], 0), sets)
-        print(f"{name} ({m} questions): one seed " + " / ".join(f"{v:.1f}" for v in singles)
-              + f" %; mean of 3: {three:.1f} %" + (f"; mean of {n}: {every:.1f} %" if n != 3 else ""))
+        print(
+            f"{name} ({m} questions): one seed "
+            + " / ".join(f"{v:.1f}" for v in singles)
+            + f" %; mean of 3: {three:.1f} %"
+            + (f"; mean of {n}: {every:.1f} %" if n != 3 else "")
+        )
 
 
 def logit_mean(weights: Path, cache: Path) -> None:
@@ -104,8 +111,10 @@ def answer_lines(weights: str, cache: Path, split: str) -> None:
             stats.setdefault((g.set, min(k, 3)), []).append((bool(pos[np.argsort(-p)[:k]].all()), float(p[pos].min())))
     for (name, k), rows in sorted(stats.items()):
         first, low = np.mean([r[0] for r in rows]), np.median([r[1] for r in rows])
-        print(f"{name}, {k}{'+' if k == 3 else ''} answer line(s), {len(rows)} questions: they are its most likely "
-              f"lines {100 * first:.1f} %, the least likely one's probability (median) {low:.3f}")
+        print(
+            f"{name}, {k}{'+' if k == 3 else ''} answer line(s), {len(rows)} questions: they are its most likely "
+            f"lines {100 * first:.1f} %, the least likely one's probability (median) {low:.3f}"
+        )
 
 
 def cost(files: list[str]) -> None:

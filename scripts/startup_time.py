@@ -4,7 +4,8 @@
 
 Times ``python -c "import foveate"``, ``python -c "import foveate; foveate.Texture"`` (the first use that needs
 torch), ``foveate --help``, ``foveate store ls`` and ``foveate info`` on a small saved texture, each in a new
-process, and lists the heavy modules the two imports loaded (``tests/test_imports.py`` checks the commands).  Backs the figures in BENCHMARKS.md ("Start-up").
+process, and lists the heavy modules the two imports loaded (``tests/test_imports.py`` checks the commands).  Backs
+the figures in BENCHMARKS.md ("OCR only where there is text, and a light import").
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ def _timed(cmd: list[str], env: dict, cwd: str, n: int) -> list[float]:
 
 
 def _loaded(code: str, env: dict, cwd: str) -> list[str]:
-    probe = (code + "\nimport json, sys\nprint(json.dumps([m for m in %r if m in sys.modules and "
-             "type(sys.modules[m]).__name__ != '_LazyModule']))" % (HEAVY,))
+    probe = (
+        code + f"\nimport json, sys\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules and "
+        "type(sys.modules[m]).__name__ != '_LazyModule']))"
+    )
     run = subprocess.run([sys.executable, "-c", probe], env=env, cwd=cwd, capture_output=True, text=True, check=True)
     return json.loads(run.stdout.strip().splitlines()[-1])
 
@@ -47,14 +50,22 @@ def main() -> None:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
     with tempfile.TemporaryDirectory() as tmp:
         for where in (["-o", "t.fvt"], ["--store", "store"]):
-            subprocess.run([sys.executable, "-m", "foveate.cli", "encode", "example:photo", "--preset", "fast", *where],
-                           env=env, cwd=tmp, check=True, capture_output=True)
+            subprocess.run(
+                [sys.executable, "-m", "foveate.cli", "encode", "example:photo", "--preset", "fast", *where],
+                env=env,
+                cwd=tmp,
+                check=True,
+                capture_output=True,
+            )
         cli = shutil.which("foveate", path=str(Path(sys.executable).parent))
         cli_cmd = [cli] if cli else [sys.executable, "-m", "foveate.cli"]
         cases = [
             ("python -c 'import foveate'", [sys.executable, "-c", "import foveate"], "import foveate"),
-            ("python -c 'import foveate; foveate.Texture'", [sys.executable, "-c", "import foveate; foveate.Texture"],
-             "import foveate; foveate.Texture"),
+            (
+                "python -c 'import foveate; foveate.Texture'",
+                [sys.executable, "-c", "import foveate; foveate.Texture"],
+                "import foveate; foveate.Texture",
+            ),
             ("foveate --help", cli_cmd + ["--help"], None),
             ("foveate store ls", cli_cmd + ["store", "ls", "-s", "store"], None),
             ("foveate info t.fvt", cli_cmd + ["info", "t.fvt"], None),

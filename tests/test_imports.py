@@ -19,13 +19,19 @@ HEAVY = ("torch", "cv2", "onnxruntime", "skimage", "rapidocr", "transformers", "
 
 def _loaded_after(code: str, tmp_path) -> list[str]:
     """Run ``code`` in a fresh interpreter; the heavy modules whose code ran (a lazy placeholder does not count)."""
-    probe = "import json, sys\n" + textwrap.dedent(code) + (
-        f"\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules"
-        " and type(sys.modules[m]).__name__ != '_LazyModule']))\n")
+    probe = (
+        "import json, sys\n"
+        + textwrap.dedent(code)
+        + (
+            f"\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules"
+            " and type(sys.modules[m]).__name__ != '_LazyModule']))\n"
+        )
+    )
     src = str(Path(foveate.__file__).resolve().parent.parent)  # this checkout's foveate, whatever the cwd
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
-    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=300,
-                         env=env)
+    run = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=300, env=env
+    )
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout.strip().splitlines()[-1])
 
@@ -36,13 +42,24 @@ def test_import_foveate_loads_nothing_heavy(tmp_path):
 
 def test_torch_loads_when_used(tmp_path):
     assert "torch" in _loaded_after("import foveate; foveate.Texture", tmp_path)
-    assert "cv2" in _loaded_after("import foveate.core.ops as o, numpy as np; o.to_gray(np.zeros((4, 4, 3), np.uint8))",
-                                  tmp_path)
+    assert "cv2" in _loaded_after(
+        "import foveate.core.ops as o, numpy as np; o.to_gray(np.zeros((4, 4, 3), np.uint8))", tmp_path
+    )
 
 
-@pytest.mark.parametrize("first", ["foveate.channels.registry", "foveate.query.terms", "foveate.query.emphasis",
-                                   "foveate.query.semantic", "foveate.channels.text.group", "foveate.vlm.rules",
-                                   "foveate.channels", "foveate.query"])
+@pytest.mark.parametrize(
+    "first",
+    [
+        "foveate.channels.registry",
+        "foveate.query.terms",
+        "foveate.query.emphasis",
+        "foveate.query.semantic",
+        "foveate.channels.text.group",
+        "foveate.vlm.rules",
+        "foveate.channels",
+        "foveate.query",
+    ],
+)
 def test_registries_are_complete_without_heavy_imports(first, tmp_path):
     """Each registry registers its built-ins where it is defined, in their order, whichever module a program imports
     first, and without loading torch, OpenCV or the models."""
@@ -59,13 +76,18 @@ def test_registries_are_complete_without_heavy_imports(first, tmp_path):
     assert _loaded_after(code, tmp_path) == []
 
 
-@pytest.mark.parametrize("old,new", [("foveate.core.channels", "foveate.channels.registry"),
-                                     ("foveate.query.text.ocr", "foveate.channels.text.ocr"),
-                                     ("foveate.query.text.gate", "foveate.channels.text.gate"),
-                                     ("foveate.query.text.group", "foveate.channels.text.group"),
-                                     ("foveate.vlm.qwen", "foveate.vlm.rules.qwen"),
-                                     ("foveate.dist", "foveate.ray"),
-                                     ("foveate.dist.dataset", "foveate.ray.dataset")])
+@pytest.mark.parametrize(
+    "old,new",
+    [
+        ("foveate.core.channels", "foveate.channels.registry"),
+        ("foveate.query.text.ocr", "foveate.channels.text.ocr"),
+        ("foveate.query.text.gate", "foveate.channels.text.gate"),
+        ("foveate.query.text.group", "foveate.channels.text.group"),
+        ("foveate.vlm.qwen", "foveate.vlm.rules.qwen"),
+        ("foveate.dist", "foveate.ray"),
+        ("foveate.dist.dataset", "foveate.ray.dataset"),
+    ],
+)
 def test_renamed_modules_import_from_their_old_path_with_a_warning(old, new, tmp_path):
     """A module moved in 0.3 is importable from its 0.2 path until 0.4: the same module object (no copy of its state),
     with a DeprecationWarning naming the new path."""

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import foveate
-from foveate.weights.defaults import DEFAULT_WEIGHTS
 import foveate.core.texture as texture_mod
 from foveate import FoveatePredictor, NoImageSetError, Texture
+from foveate.weights.defaults import DEFAULT_WEIGHTS
 
 
 @pytest.fixture
@@ -157,7 +157,7 @@ def test_bound_is_optimistic_for_non_negative_weights(photo):
     score, _, bound = scorer.evaluate(feats)
     s0 = score[: offsets[1]].reshape(tex.level_shapes[0])
     for lvl in range(1, tex.num_levels):
-        b = bound[offsets[lvl]:offsets[lvl + 1]].reshape(tex.level_shapes[lvl])
+        b = bound[offsets[lvl] : offsets[lvl + 1]].reshape(tex.level_shapes[lvl])
         f = 1 << lvl
         up = np.kron(b, np.ones((f, f)))[: s0.shape[0], : s0.shape[1]]
         assert (s0 <= up + 1e-3).all()

@@ -18,7 +18,8 @@ from foveate.query.query import Query
 from foveate.query.terms import list_terms, query_maps, register_query_term
 from foveate.vlm import build_request, plan_for
 from foveate.vlm.formats import FORMATS
-from foveate.vlm.rules import get_rule, register_rule, registry as rule_registry, rule_entries, rule_examples, rules_help
+from foveate.vlm.rules import get_rule, register_rule, rule_entries, rule_examples, rules_help
+from foveate.vlm.rules import registry as rule_registry
 from foveate.weights import load_weights
 
 from .conftest import random_image
@@ -32,8 +33,13 @@ COSTS = {"free", "low", "medium", "high"}
 @pytest.fixture
 def registries():
     """Every registry as it was before the test, restored after it."""
-    saved = (dict(channel_registry._REGISTRY), list(channel_registry.LAYOUT_ORDER), dict(PRESETS),
-             dict(term_registry.QUERY_TERMS), dict(rule_registry._RULES))
+    saved = (
+        dict(channel_registry._REGISTRY),
+        list(channel_registry.LAYOUT_ORDER),
+        dict(PRESETS),
+        dict(term_registry.QUERY_TERMS),
+        dict(rule_registry._RULES),
+    )
     yield
     groups, order, presets, terms, rules = saved
     channel_registry._REGISTRY.clear()
@@ -94,8 +100,12 @@ def test_every_query_term_maps_the_grid(name, weights, page_texture):
     term = term_registry.QUERY_TERMS[name]
     assert term.description and math.isfinite(term.weight) and math.isfinite(term.need_weight)
     w = load_weights(weights)
-    for query in (Query(text="What is the total due? Read the red text."), Query(points=((300.0, 200.0),)),
-                  Query(text="total", boxes=((100.0, 100.0, 400.0, 300.0),)), Query()):
+    for query in (
+        Query(text="What is the total due? Read the red text."),
+        Query(points=((300.0, 200.0),)),
+        Query(text="total", boxes=((100.0, 100.0, 400.0, 300.0),)),
+        Query(),
+    ):
         out = term.output(page_texture, query, w)
         assert all(isinstance(n, str) and n for n in out.notes)
         if out.map is not None:
@@ -114,8 +124,15 @@ def test_a_new_query_term_is_one_module_and_one_line(registries, page_texture):
     assert list_terms()[-1] == "left"
     qm = query_maps(page_texture, Query(text="the left margin"), load_weights("handset"))
     assert "left" in qm.names
-    sel = foveate.select(page_texture, "what is written in the left margin?", 144, mode="topk", gist=False,
-                         weights="handset", floor="off")
+    sel = foveate.select(
+        page_texture,
+        "what is written in the left margin?",
+        144,
+        mode="topk",
+        gist=False,
+        weights="handset",
+        floor="off",
+    )
     gw = page_texture.level_shapes[0][1]
     assert np.mean(sel.cols < gw // 2) > 0.8  # the term's weight pulls the tokens to the left half
 

@@ -13,20 +13,44 @@ from ._lazy import lazy_exports
 
 __version__ = "0.3.0.dev0"
 
-_ERRORS = ("BudgetError", "ConfigError", "DeviceError", "FoveateError", "ImageDecodeError", "ImageError",
-           "ImageTooLargeError", "NoImageSetError", "QueryError", "TextureFormatError", "UnsupportedInputError",
-           "VideoError")
+_ERRORS = (
+    "BudgetError",
+    "ConfigError",
+    "DeviceError",
+    "FoveateError",
+    "ImageDecodeError",
+    "ImageError",
+    "ImageTooLargeError",
+    "NoImageSetError",
+    "QueryError",
+    "TextureFormatError",
+    "UnsupportedInputError",
+    "VideoError",
+)
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    **{name: ".core.errors" for name in _ERRORS},
-    "ChannelGroup": ".channels.base", "list_groups": ".channels.registry", "register_group": ".channels.registry",
-    "EncodeConfig": ".core.config", "SelectConfig": ".core.config",
-    "load_image": ".core.io",
-    "Texture": ".core.texture", "encode": ".core.texture",
-    "FoveatePredictor": ".predictor",
-    "Query": ".query.query",
-    "Scorer": ".query.scorer", "Weights": ".weights.weights", "load_weights": ".weights.weights",
-    "Selection": ".selection", "select": ".selection",
-    "FrameReader": ".video", "VideoConfig": ".video", "VideoPredictor": ".video", "VideoState": ".video",
-    "read_frames": ".video",
-})
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        **{name: ".core.errors" for name in _ERRORS},
+        "ChannelGroup": ".channels.base",
+        "list_groups": ".channels.registry",
+        "register_group": ".channels.registry",
+        "EncodeConfig": ".core.config",
+        "SelectConfig": ".core.config",
+        "load_image": ".core.io",
+        "Texture": ".core.texture",
+        "encode": ".core.texture",
+        "FoveatePredictor": ".predictor",
+        "Query": ".query.query",
+        "Scorer": ".query.scorer",
+        "Weights": ".weights.weights",
+        "load_weights": ".weights.weights",
+        "Selection": ".selection",
+        "select": ".selection",
+        "FrameReader": ".video",
+        "VideoConfig": ".video",
+        "VideoPredictor": ".video",
+        "VideoState": ".video",
+        "read_frames": ".video",
+    },
+)

@@ -22,8 +22,9 @@ REMOVED_IN = "0.4"
 
 
 def _warn(old: str, new: str) -> None:
-    warnings.warn(f"{old} is now {new}; the old path goes away in foveate {REMOVED_IN}", DeprecationWarning,
-                  stacklevel=3)
+    warnings.warn(
+        f"{old} is now {new}; the old path goes away in foveate {REMOVED_IN}", DeprecationWarning, stacklevel=3
+    )
 
 
 def moved_module(old: str, new: ModuleType) -> None:
@@ -41,13 +42,13 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, name: str, path: object = None, target: object = None) -> importlib.machinery.ModuleSpec | None:
         if not name.startswith(self.old + "."):
             return None
-        target_name = self.new + name[len(self.old):]
+        target_name = self.new + name[len(self.old) :]
         if importlib.util.find_spec(target_name) is None:
             return None
         return importlib.util.spec_from_loader(name, self)
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
-        return importlib.import_module(self.new + spec.name[len(self.old):])
+        return importlib.import_module(self.new + spec.name[len(self.old) :])
 
     def exec_module(self, module: ModuleType) -> None:
         """The module is the new one, already executed."""

@@ -1,10 +1,10 @@
 """``FoveatePredictor``: encode once, query many -- in the style of SAM 2's ``SAM2ImagePredictor``.
 
-    predictor = FoveatePredictor(preset="default")
-    predictor.set_image("page.png")                  # heavy: builds the texture once
-    for q in ["what is the total?", "who signed it?"]:
-        sel = predictor.select(q, budget=273)        # light: milliseconds per query
-    predictor.reset()
+predictor = FoveatePredictor(preset="default")
+predictor.set_image("page.png")                  # heavy: builds the texture once
+for q in ["what is the total?", "who signed it?"]:
+    sel = predictor.select(q, budget=273)        # light: milliseconds per query
+predictor.reset()
 """
 
 from __future__ import annotations
@@ -36,9 +36,15 @@ class FoveatePredictor:
             (the documented hand-set constants), or a weights file written by ``foveate train``.
     """
 
-    def __init__(self, config: EncodeConfig | None = None, select_config: SelectConfig | None = None,
-                 device: str | torch.device | None = None, scorer: Scorer | None = None, weights: WeightsSpec = None,
-                 **overrides: Any) -> None:
+    def __init__(
+        self,
+        config: EncodeConfig | None = None,
+        select_config: SelectConfig | None = None,
+        device: str | torch.device | None = None,
+        scorer: Scorer | None = None,
+        weights: WeightsSpec = None,
+        **overrides: Any,
+    ) -> None:
         config = config or EncodeConfig()
         if overrides:
             try:

@@ -3,9 +3,8 @@
 Patch (monkeypatch) names in :mod:`foveate.core.texture`, where they are looked up, not here.
 """
 
+from .core.fvt import FORMAT_NAME, FORMAT_VERSION
 from .core.texture import (
-    FORMAT_NAME,
-    FORMAT_VERSION,
     Texture,
     compute_channels,
     content_hash,
@@ -14,5 +13,13 @@ from .core.texture import (
     texture_id,
 )
 
-__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "Texture", "compute_channels", "content_hash", "encode", "encode_array",
-           "texture_id"]
+__all__ = [
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "Texture",
+    "compute_channels",
+    "content_hash",
+    "encode",
+    "encode_array",
+    "texture_id",
+]

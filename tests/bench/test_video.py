@@ -23,11 +23,17 @@ def test_bench_functions_run_on_generated_frames(tmp_path):
     from foveate.bench.video import bench_clip, bench_memory, generated_frame
 
     quiet = Console(file=open(os.devnull, "w"))
-    res = bench_clip((generated_frame(i, (128, 160), drift=False) for i in range(5)), thresholds=(0.0, 8.0),
-                     approximate=(4.0,), reencode_budgets=(0.2,), budget=30, console=quiet, label="tiny")
+    res = bench_clip(
+        (generated_frame(i, (128, 160), drift=False) for i in range(5)),
+        thresholds=(0.0, 8.0),
+        approximate=(4.0,),
+        reencode_budgets=(0.2,),
+        budget=30,
+        console=quiet,
+        label="tiny",
+    )
     names = [r["session"] for r in res["sessions"]]
     assert names == ["scratch", "exact t=0", "motion t=8", "approx t=4", "motion budget=0.2"] and res["frames"] == 5
     assert res["sessions"][1]["token_agreement"] == 1.0 and res["sessions"][1]["feature_mae"] < 1e-3
     mem = bench_memory(8, size=(96, 128), console=quiet, json_path=tmp_path / "m.json")
     assert mem["samples"][-1]["frame"] == 7 and mem["samples"][-1]["memory_frames"] <= 6 + 2
-

@@ -10,9 +10,8 @@ from pathlib import Path
 BIN = Path(sys.executable).parent / "foveate"
 
 
-
 def run(*args, cwd=None):
     cmd = [str(BIN), *map(str, args)] if BIN.exists() else [sys.executable, "-m", "foveate.cli", *map(str, args)]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=300,
-                          env={**os.environ, "COLUMNS": "200"})
-
+    return subprocess.run(
+        cmd, capture_output=True, text=True, cwd=cwd, timeout=300, env={**os.environ, "COLUMNS": "200"}
+    )

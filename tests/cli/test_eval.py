@@ -18,8 +18,25 @@ def eval_set(tmp_path_factory):
 
 def test_cli_eval(eval_set, tmp_path):
     root, _ = eval_set
-    r = run("eval", root, "-b", "64,144", "--preset", "fast", "--random-seeds", "2", "--markdown", "--group-by", "page",
-            "--variant", "topk:mode=topk", "-o", tmp_path / "o", "--ocr", "off")
+    r = run(
+        "eval",
+        root,
+        "-b",
+        "64,144",
+        "--preset",
+        "fast",
+        "--random-seeds",
+        "2",
+        "--markdown",
+        "--group-by",
+        "page",
+        "--variant",
+        "topk:mode=topk",
+        "-o",
+        tmp_path / "o",
+        "--ocr",
+        "off",
+    )
     assert r.returncode == 0, r.stderr
     assert "| 144 | foveate:topk |" in r.stdout and "line 1" not in r.stderr
     assert "problems (" in r.stdout and "7 of 19 lines skipped" in r.stdout
@@ -28,18 +45,23 @@ def test_cli_eval(eval_set, tmp_path):
     assert {p["kind"] for p in doc["problems"]} >= {"json", "schema", "image_missing", "no_boxes"}
 
 
-@pytest.mark.parametrize("setup,args,needle", [
-    (lambda d: None, ("eval", "missing"), "not a folder"),
-    (lambda d: (d / "empty").mkdir(), ("eval", "empty"), "no queries.jsonl"),
-    (lambda d: (d / "bad").mkdir() or (d / "bad" / "queries.jsonl").write_text("nope\n"), ("eval", "bad"),
-     "nothing to evaluate"),
-    (lambda d: None, ("eval", ".", "-b", "0"), "budget"),
-    (lambda d: None, ("eval", ".", "--baselines", "psychic"), "unknown baseline"),
-    (lambda d: None, ("eval", ".", "--variant", "x:budget=4"), "unknown selection setting"),
-])
+@pytest.mark.parametrize(
+    "setup,args,needle",
+    [
+        (lambda d: None, ("eval", "missing"), "not a folder"),
+        (lambda d: (d / "empty").mkdir(), ("eval", "empty"), "no queries.jsonl"),
+        (
+            lambda d: (d / "bad").mkdir() or (d / "bad" / "queries.jsonl").write_text("nope\n"),
+            ("eval", "bad"),
+            "nothing to evaluate",
+        ),
+        (lambda d: None, ("eval", ".", "-b", "0"), "budget"),
+        (lambda d: None, ("eval", ".", "--baselines", "psychic"), "unknown baseline"),
+        (lambda d: None, ("eval", ".", "--variant", "x:budget=4"), "unknown selection setting"),
+    ],
+)
 def test_cli_eval_errors(tmp_path, setup, args, needle):
     setup(tmp_path)
     r = run(*args, cwd=tmp_path)
     assert r.returncode == 1, r.stderr
     assert needle in r.stderr and "Traceback" not in r.stderr
-

@@ -41,8 +41,10 @@ def test_cli_video_mp4_without_overlay(tmp_path):
     assert "query text is not used" in r.stderr  # said, not silently ignored
 
 
-@pytest.mark.parametrize("arg,needle", [("empty", "no image frames"), ("notes.txt", "not a readable video"),
-                                        ("fake.mp4", "not a readable video")])
+@pytest.mark.parametrize(
+    "arg,needle",
+    [("empty", "no image frames"), ("notes.txt", "not a readable video"), ("fake.mp4", "not a readable video")],
+)
 def test_cli_video_bad_input_is_one_line(tmp_path, arg, needle):
     (tmp_path / "empty").mkdir()
     (tmp_path / "notes.txt").write_text("hello")
@@ -50,4 +52,3 @@ def test_cli_video_bad_input_is_one_line(tmp_path, arg, needle):
     r = run("video", arg, cwd=tmp_path)
     assert r.returncode == 1 and needle in r.stderr
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
-

@@ -84,11 +84,10 @@ def _tune_in_child(env: dict) -> str:
     import subprocess
     import sys
 
-    code = ("import ctypes, foveate.core.device as d\n"
-            "ok = d.tune_allocator()\n"
-            "print(ok, d.tune_allocator())\n")
-    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True,
-                         timeout=60, check=True)
+    code = "import ctypes, foveate.core.device as d\nok = d.tune_allocator()\nprint(ok, d.tune_allocator())\n"
+    out = subprocess.run(
+        [sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True, timeout=60, check=True
+    )
     return out.stdout.strip()
 
 
@@ -107,21 +106,24 @@ def test_a_tuned_allocator_keeps_freed_memory_instead_of_faulting_it_in_again():
     import subprocess
     import sys
 
-    code = ("import resource, numpy as np, foveate.core.device as d, sys\n"
-            "if sys.argv[1] == '1': d.tune_allocator()\n"
-            "a = np.ones(64 << 20, np.uint8); del a\n"
-            "f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
-            "for _ in range(20):\n"
-            "    a = np.ones(48 << 20, np.uint8); del a\n"
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)\n")
+    code = (
+        "import resource, numpy as np, foveate.core.device as d, sys\n"
+        "if sys.argv[1] == '1': d.tune_allocator()\n"
+        "a = np.ones(64 << 20, np.uint8); del a\n"
+        "f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+        "for _ in range(20):\n"
+        "    a = np.ones(48 << 20, np.uint8); del a\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)\n"
+    )
     import platform
 
     if platform.libc_ver()[0] != "glibc":
         return
     faults = {}
     for tuned in ("0", "1"):
-        out = subprocess.run([sys.executable, "-c", code, tuned], capture_output=True, text=True, timeout=60,
-                             check=True, env=os.environ)
+        out = subprocess.run(
+            [sys.executable, "-c", code, tuned], capture_output=True, text=True, timeout=60, check=True, env=os.environ
+        )
         faults[tuned] = int(out.stdout.strip())
     # 20 x 48 MB: the default allocator maps and faults in every one afresh (here ~10k faults: 4 KB pages and
     # transparent huge pages mixed; at least 24 a time with 2 MB pages only), the tuned one reuses the first

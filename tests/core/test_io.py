@@ -13,9 +13,13 @@ from PIL import Image
 
 from foveate import ImageDecodeError, ImageTooLargeError, UnsupportedInputError, load_image
 
-RGB = np.dstack([np.tile(np.arange(40, dtype=np.uint8) * 6, (30, 1)),
-                 np.tile(np.arange(30, dtype=np.uint8)[:, None] * 8, (1, 40)),
-                 np.full((30, 40), 77, np.uint8)])
+RGB = np.dstack(
+    [
+        np.tile(np.arange(40, dtype=np.uint8) * 6, (30, 1)),
+        np.tile(np.arange(30, dtype=np.uint8)[:, None] * 8, (1, 40)),
+        np.full((30, 40), 77, np.uint8),
+    ]
+)
 
 
 def _encode(im: Image.Image, fmt: str, **kw) -> bytes:
@@ -24,8 +28,9 @@ def _encode(im: Image.Image, fmt: str, **kw) -> bytes:
     return buf.getvalue()
 
 
-@pytest.mark.parametrize("fmt,lossless", [("PNG", True), ("BMP", True), ("TIFF", True), ("WEBP", True),
-                                          ("JPEG", False)])
+@pytest.mark.parametrize(
+    "fmt,lossless", [("PNG", True), ("BMP", True), ("TIFF", True), ("WEBP", True), ("JPEG", False)]
+)
 def test_formats_round_trip(tmp_path, fmt, lossless):
     kw = {"lossless": True} if fmt == "WEBP" else {}
     path = tmp_path / f"x.{fmt.lower()}"
@@ -112,8 +117,15 @@ def test_float_nan_and_bool_arrays():
     assert (load_image(np.ones((4, 4), bool)) == 255).all()
 
 
-@pytest.mark.parametrize("bad", [np.zeros((0, 5, 3), np.uint8), np.zeros((5, 5, 2), np.uint8),
-                                 np.zeros((2, 3, 4, 5), np.uint8), "not an image object".encode()[:0]])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        np.zeros((0, 5, 3), np.uint8),
+        np.zeros((5, 5, 2), np.uint8),
+        np.zeros((2, 3, 4, 5), np.uint8),
+        b"not an image object"[:0],
+    ],
+)
 def test_unusable_arrays(bad):
     with pytest.raises((UnsupportedInputError, ImageDecodeError)):
         load_image(bad)
@@ -154,7 +166,9 @@ def _png_with_declared_size(width: int, height: int) -> bytes:
         return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
 
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b"")
+    )
 
 
 def test_decompression_bomb_header_rejected_before_decoding():

@@ -16,7 +16,7 @@ def slow_tile_mean(x: np.ndarray, p: int) -> np.ndarray:
     out = np.zeros((gh, gw) + x.shape[2:], np.float64)
     for r in range(gh):
         for c in range(gw):
-            out[r, c] = x[r * p:(r + 1) * p, c * p:(c + 1) * p].mean(axis=(0, 1))
+            out[r, c] = x[r * p : (r + 1) * p, c * p : (c + 1) * p].mean(axis=(0, 1))
     return out
 
 
@@ -234,8 +234,9 @@ def test_edges_and_distances_are_the_same_bits_on_any_number_of_threads(opencv_t
     gray = cv2.GaussianBlur(rng.integers(0, 256, (301, 517), dtype=np.uint8), (5, 5), 0)
     mask = ops.edge_mask(gray, 10, 30)
     gx, gy = ops.sobel_gradients(gray)
-    exact_mag = (np.hypot(gx.astype(np.float64), gy.astype(np.float64)).astype(np.float32)
-                 * np.float32(1.0 / (4.0 * 255.0)))
+    exact_mag = np.hypot(gx.astype(np.float64), gy.astype(np.float64)).astype(np.float32) * np.float32(
+        1.0 / (4.0 * 255.0)
+    )
     exact_dist = ndi.distance_transform_edt(~mask).astype(np.float32)
     far = np.zeros((700, 900), bool)  # distances up to ~1100 px: beyond what float32 pins down from OpenCV's
     far[3, 4] = True
@@ -291,4 +292,6 @@ def test_superpixels_and_resize_nearest():
     assert set(labels[:, :55].ravel()).isdisjoint(labels[:, 65:].ravel())  # no segment crosses the colour edge
     lab_big = ops.resize_nearest(labels, (8, 12))
     assert lab_big.shape == (8, 12)
-    assert (ops.resize_nearest(np.arange(4).reshape(2, 2), (4, 4)) == np.kron(np.arange(4).reshape(2, 2), np.ones((2, 2)))).all()
+    assert (
+        ops.resize_nearest(np.arange(4).reshape(2, 2), (4, 4)) == np.kron(np.arange(4).reshape(2, 2), np.ones((2, 2)))
+    ).all()

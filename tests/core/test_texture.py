@@ -10,14 +10,25 @@ import torch
 
 import foveate
 from foveate import ConfigError, EncodeConfig, Texture, TextureFormatError, encode
-from foveate.core import ops
 from foveate.channels.registry import PRESETS, list_groups
+from foveate.core import ops
 
 from ..conftest import random_image
 
 
-@pytest.mark.parametrize("hw,levels", [((1024, 1024), 5), ((480, 640), 5), ((37, 53), 3), ((1, 1), 1),
-                                       ((10, 10000), 5), ((10000, 10), 5), ((16, 16), 1), ((17, 16), 2)])
+@pytest.mark.parametrize(
+    "hw,levels",
+    [
+        ((1024, 1024), 5),
+        ((480, 640), 5),
+        ((37, 53), 3),
+        ((1, 1), 1),
+        ((10, 10000), 5),
+        ((10000, 10), 5),
+        ((16, 16), 1),
+        ((17, 16), 2),
+    ],
+)
 def test_grid_shapes_for_any_size(hw, levels):
     h, w = hw
     tex = encode(random_image(h, w), preset="fast", device="cpu")
@@ -42,9 +53,21 @@ def test_presets_and_full_layout(photo_texture, photo):
     assert {"clusters", "boundaries"} <= set(default.groups) - set(fast.groups)
     full = photo_texture
     assert len(full.channels) == 41  # DESIGN.md's 40, with text_density beside the text mask (channel 39)
-    expect = {"rgb": (0, 3), "edges": (3, 5), "frequency": (5, 7), "motion": (7, 8), "saliency": (8, 9),
-              "position": (9, 12), "clusters": (12, 15), "temporal": (15, 18), "semantic": (18, 34),
-              "distance": (34, 35), "attention": (35, 38), "boundaries": (38, 39), "text": (39, 41)}
+    expect = {
+        "rgb": (0, 3),
+        "edges": (3, 5),
+        "frequency": (5, 7),
+        "motion": (7, 8),
+        "saliency": (8, 9),
+        "position": (9, 12),
+        "clusters": (12, 15),
+        "temporal": (15, 18),
+        "semantic": (18, 34),
+        "distance": (34, 35),
+        "attention": (35, 38),
+        "boundaries": (38, 39),
+        "text": (39, 41),
+    }
     assert full.channels[39:] == ("text", "text_density")
     for name, sl in expect.items():
         assert full.groups[name] == sl, name
@@ -74,7 +97,9 @@ def test_channel_values_follow_the_image():
     img[:, 64:] = (255, 0, 0)
     tex = encode(img, preset="fast", device="cpu")
     r, g = tex.channel("r"), tex.channel("g")
-    assert np.allclose(r, 1.0, atol=1e-3) and np.allclose(g[:, :3], 1.0, atol=1e-3) and np.allclose(g[:, 5:], 0, atol=1e-3)
+    assert (
+        np.allclose(r, 1.0, atol=1e-3) and np.allclose(g[:, :3], 1.0, atol=1e-3) and np.allclose(g[:, 5:], 0, atol=1e-3)
+    )
     x, y = tex.channel("x"), tex.channel("y")
     assert x[0, 0] == pytest.approx(8 / 128, abs=1e-3) and y[-1, 0] == pytest.approx(56 / 64, abs=1e-3)
     ecc = tex.channel("eccentricity")
@@ -108,7 +133,9 @@ def test_content_hash_ignores_file_format(tmp_path, photo):
 
     cv2.imwrite(str(tmp_path / "a.png"), photo[..., ::-1])
     cv2.imwrite(str(tmp_path / "a.bmp"), photo[..., ::-1])
-    assert encode(tmp_path / "a.png", preset="fast").content_hash == encode(tmp_path / "a.bmp", preset="fast").content_hash
+    assert (
+        encode(tmp_path / "a.png", preset="fast").content_hash == encode(tmp_path / "a.bmp", preset="fast").content_hash
+    )
 
 
 def test_config_hash():
@@ -129,8 +156,9 @@ def test_save_load_round_trip(tmp_path, photo_texture):
     loaded = Texture.load(path)
     assert loaded.channels == photo_texture.channels and loaded.groups == photo_texture.groups
     assert loaded.absent == photo_texture.absent and loaded.id == photo_texture.id
-    for x, y in zip(loaded.mean + loaded.max + loaded.coverage,
-                    photo_texture.mean + photo_texture.max + photo_texture.coverage):
+    for x, y in zip(
+        loaded.mean + loaded.max + loaded.coverage, photo_texture.mean + photo_texture.max + photo_texture.coverage
+    ):
         assert torch.equal(x, y)
     np.testing.assert_array_equal(loaded.image, photo_texture.image)
     assert set(loaded.tensors) == set(photo_texture.tensors)
@@ -140,13 +168,13 @@ def test_save_load_round_trip(tmp_path, photo_texture):
 
 def _rewrite_meta(data: bytes, change) -> bytes:
     n = int.from_bytes(data[:8], "little")
-    header = json.loads(data[8:8 + n])
+    header = json.loads(data[8 : 8 + n])
     meta = json.loads(header["__metadata__"]["foveate"])
     change(meta)
     header["__metadata__"]["foveate"] = json.dumps(meta)
     blob = json.dumps(header).encode()
     blob += b" " * (-len(blob) % 8)
-    return len(blob).to_bytes(8, "little") + blob + data[8 + n:]
+    return len(blob).to_bytes(8, "little") + blob + data[8 + n :]
 
 
 def test_load_rejects_other_versions_and_corruption(tmp_path, page_texture):
@@ -164,7 +192,7 @@ def test_load_rejects_other_versions_and_corruption(tmp_path, page_texture):
     flipped[-10] ^= 0xFF  # inside the pixel data or the last tensor
     (tmp_path / "flip.fvt").write_bytes(bytes(flipped))
     n = int.from_bytes(data[:8], "little")
-    header = json.loads(data[8:8 + n])
+    header = json.loads(data[8 : 8 + n])
     start, end = header["image"]["data_offsets"]
     flipped = bytearray(data)
     flipped[8 + n + (start + end) // 2] ^= 0xFF
@@ -197,8 +225,18 @@ def test_attach_caller_maps(photo):
 
 
 def test_public_api_surface():
-    for name in ("encode", "select", "FoveatePredictor", "Texture", "Selection", "Query", "Scorer",
-                 "EncodeConfig", "SelectConfig", "FoveateError"):
+    for name in (
+        "encode",
+        "select",
+        "FoveatePredictor",
+        "Texture",
+        "Selection",
+        "Query",
+        "Scorer",
+        "EncodeConfig",
+        "SelectConfig",
+        "FoveateError",
+    ):
         assert hasattr(foveate, name)
     assert "rgb" in list_groups()
 

@@ -32,4 +32,3 @@ def result(eval_set):
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(sys.modules, "foveate.query.text", None)  # OCR unavailable, whatever is installed
         return run_eval(eval_set[0], EvalConfig(budgets=(64, 144), encode=FAST, random_seeds=3))
-

@@ -21,7 +21,6 @@ from .common import FAST, FIELDS, make_eval_set
 OcrLine = namedtuple("OcrLine", "text box score")
 
 
-
 def test_normalize_text():
     assert normalize_text("10/ 13/ 99") == normalize_text("10/13/99") == "101399"
     assert normalize_text("  $1,234.50 ") == "123450"
@@ -59,16 +58,30 @@ def test_answer_found():
 
 
 def test_lines_at_reads_only_at_the_box_in_reading_order():
-    lines = [OcrLine("Narko", (160, 286, 234, 304), 0.9), OcrLine("Kevin", (100, 287, 150, 303), 0.9),
-             OcrLine("Narko", (160, 500, 234, 518), 0.9), OcrLine("second line", (100, 310, 200, 326), 0.9)]
+    lines = [
+        OcrLine("Narko", (160, 286, 234, 304), 0.9),
+        OcrLine("Kevin", (100, 287, 150, 303), 0.9),
+        OcrLine("Narko", (160, 500, 234, 518), 0.9),
+        OcrLine("second line", (100, 310, 200, 326), 0.9),
+    ]
     assert lines_at(lines, [(100, 286, 234, 304)]) == "Kevin Narko"
     assert lines_at(lines, [(100, 286, 234, 326)]) == "Kevin Narko second line"
     assert lines_at(lines, [(400, 0, 500, 20)]) == ""
-    q = parse_query_line(json.dumps({"image": "a", "query": "q", "boxes": [[100, 286, 234, 304], [160, 500, 234, 518]],
-                                     "answer_text": ["Kevin Narko", "Narko"]}), 1)
+    q = parse_query_line(
+        json.dumps(
+            {
+                "image": "a",
+                "query": "q",
+                "boxes": [[100, 286, 234, 304], [160, 500, 234, 518]],
+                "answer_text": ["Kevin Narko", "Narko"],
+            }
+        ),
+        1,
+    )
     assert query_answer_found(q, lines) == {"exact": True, "fuzzy": True}
-    q2 = parse_query_line(json.dumps({"image": "a", "query": "q", "boxes": [[160, 500, 234, 518]],
-                                      "answer_text": ["Kevin Narko"]}), 1)
+    q2 = parse_query_line(
+        json.dumps({"image": "a", "query": "q", "boxes": [[160, 500, 234, 518]], "answer_text": ["Kevin Narko"]}), 1
+    )
     assert query_answer_found(q2, lines) == {"exact": False, "fuzzy": False}  # right words, wrong place
 
 
@@ -93,4 +106,3 @@ def test_real_ocr_reads_the_answers_on_the_full_page(tmp_path):
     r = run_eval(tmp_path, EvalConfig(budgets=(576,), encode=FAST, random_seeds=1, ocr="on"))
     s = aggregate(r.records, r.config.methods)["576"]["all"]["ocr"]
     assert s["full"]["n"] == 2 * len(FIELDS) and s["full"]["fuzzy"] >= 0.8
-

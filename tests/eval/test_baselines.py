@@ -50,4 +50,3 @@ def test_random_tiles():
     assert all(t[0] == 0 for t in a[4:])
     assert all(t[0] == 0 for t in random_tiles(shapes, 64, False, np.random.default_rng(0)))
     assert len(random_tiles(shapes, 10_000, True, np.random.default_rng(0))) == 4 + 23 * 30
-

@@ -12,29 +12,56 @@ from foveate.eval.report import render_markdown
 
 
 def test_parse_query_line():
-    q = parse_query_line(json.dumps({"image": "a.png", "query": "q", "boxes": [[1, 2, 3, 4], [5, 6, 7, 8]],
-                                     "answer_text": ["x", "y"], "extra": 1}), 7)
+    q = parse_query_line(
+        json.dumps(
+            {
+                "image": "a.png",
+                "query": "q",
+                "boxes": [[1, 2, 3, 4], [5, 6, 7, 8]],
+                "answer_text": ["x", "y"],
+                "extra": 1,
+            }
+        ),
+        7,
+    )
     assert q.line == 7 and q.boxes.shape == (2, 4) and q.meta == {"extra": 1}
     assert q.answers == [("x", (1, 2, 3, 4)), ("y", (5, 6, 7, 8))]
-    q = parse_query_line(json.dumps({"image": "a.png", "query": "q", "boxes": [[1, 2, 3, 4], [5, 6, 7, 8]],
-                                     "answer_text": "both"}), 1)
+    q = parse_query_line(
+        json.dumps({"image": "a.png", "query": "q", "boxes": [[1, 2, 3, 4], [5, 6, 7, 8]], "answer_text": "both"}), 1
+    )
     assert q.answers == [("both", None)]  # not one per box: read at any box
-    for bad in ['[1, 2]', '{"image": 3, "query": "q", "boxes": [[0,0,1,1]]}', '{"image": "a", "query": "q", "boxes": []}',
-                '{"image": "a", "query": "q", "boxes": [[0, 0, "1", 1]]}', '{"image": "a", "query": "q", "boxes": [[0,0,1,1]],'
-                ' "answer_text": [1]}', '{"image": "a", "query": "q", "boxes": [[0, 0, NaN, 1]]}']:
+    for bad in [
+        "[1, 2]",
+        '{"image": 3, "query": "q", "boxes": [[0,0,1,1]]}',
+        '{"image": "a", "query": "q", "boxes": []}',
+        '{"image": "a", "query": "q", "boxes": [[0, 0, "1", 1]]}',
+        '{"image": "a", "query": "q", "boxes": [[0,0,1,1]], "answer_text": [1]}',
+        '{"image": "a", "query": "q", "boxes": [[0, 0, NaN, 1]]}',
+    ]:
         with pytest.raises(Exception) as exc:
             parse_query_line(bad, 1)
         assert exc.value.kind in ("json", "schema")
 
 
 def test_check_boxes_clips_and_drops():
-    q = parse_query_line(json.dumps({"image": "a.png", "query": "q", "boxes": [[-5, 10, 20, 30], [50, 50, 40, 60],
-                                     [200, 200, 300, 300], [10, 10, 20, 20]], "text_heights": [1, 2, 3, 4]}), 3)
+    q = parse_query_line(
+        json.dumps(
+            {
+                "image": "a.png",
+                "query": "q",
+                "boxes": [[-5, 10, 20, 30], [50, 50, 40, 60], [200, 200, 300, 300], [10, 10, 20, 20]],
+                "text_heights": [1, 2, 3, 4],
+            }
+        ),
+        3,
+    )
     cq, probs = check_boxes(q, (100, 100))
     assert [p.kind for p in probs] == ["box_clipped", "box_invalid", "box_outside"]
     assert all(p.line == 3 and not p.skipped for p in probs)
     assert cq.boxes.tolist() == [[0, 10, 20, 30], [10, 10, 20, 20]] and cq.text_heights.tolist() == [1, 4]
-    cq, probs = check_boxes(parse_query_line('{"image": "a", "query": "q", "boxes": [[200, 0, 300, 10]]}', 9), (100, 100))
+    cq, probs = check_boxes(
+        parse_query_line('{"image": "a", "query": "q", "boxes": [[200, 0, 300, 10]]}', 9), (100, 100)
+    )
     assert cq is None and probs[-1].kind == "no_boxes" and probs[-1].skipped
 
 
@@ -63,4 +90,3 @@ def test_missing_folder_or_file_is_a_dataset_error(tmp_path):
         read_queries(tmp_path / "nope")
     with pytest.raises(DatasetError, match="no queries.jsonl"):
         read_queries(tmp_path)
-

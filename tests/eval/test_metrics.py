@@ -31,8 +31,9 @@ def raster(boxes) -> np.ndarray:
 
 
 def m(tokens, levels, gts, heights=None, **kw):
-    return query_metrics(np.array(tokens, float).reshape(-1, 4), np.array(levels), np.array(gts, float), SIZE,
-                         heights, **kw)
+    return query_metrics(
+        np.array(tokens, float).reshape(-1, 4), np.array(levels), np.array(gts, float), SIZE, heights, **kw
+    )
 
 
 def test_legible_level():
@@ -123,7 +124,7 @@ def test_per_box_legible_coverage_against_a_pixel_raster():
         r = m(toks, levels, gts, heights)
         for box, h, got in zip(np.clip(gts, 0, 256), heights, r.per_box):
             x0, y0, x1, y1 = box
-            for key, keep in (("coverage", np.ones(25, bool)), ("legible_coverage", h / 2.0 ** levels >= 8)):
+            for key, keep in (("coverage", np.ones(25, bool)), ("legible_coverage", h / 2.0**levels >= 8)):
                 inside = raster(toks[keep])[y0:y1, x0:x1]
                 assert got[key] == pytest.approx(inside.mean() if inside.size else 0.0)
 
@@ -136,7 +137,7 @@ def test_scales_give_the_same_result_as_levels():
     for _ in range(20):
         toks, levels, gts = random_case(rng, 12, 4, (4, 50))
         a = query_metrics(toks, levels, gts, (256, 256))
-        b = query_metrics(toks, None, gts, (256, 256), token_scales=2.0 ** levels)
+        b = query_metrics(toks, None, gts, (256, 256), token_scales=2.0**levels)
         assert (a.coverage, a.legible_coverage, a.hit) == (b.coverage, b.legible_coverage, b.hit)
 
 
@@ -152,4 +153,3 @@ def test_fractional_scale_legibility():
         query_metrics(tok, None, box, (100, 100))
     with pytest.raises(ValueError):
         query_metrics(tok, None, box, (100, 100), token_scales=[1, 2])
-

@@ -31,4 +31,3 @@ def test_oracle_is_never_over_budget_and_finds_boxes():
         toks = Tokens.from_tiles(oracle_tiles(shapes, 16, box, None, cfg), (1000, 754), 16, shapes[0])
         m = query_metrics(toks.boxes, None, box, (1000, 754), token_scales=toks.scales)
         assert m.hit and m.legible_coverage == 1.0
-

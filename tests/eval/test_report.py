@@ -26,11 +26,9 @@ def test_write_outputs_json_markdown_and_plots(result, tmp_path):
         assert im.size[0] > 300 and im.size[1] > 200
 
 
-
 def test_plots_without_matplotlib_say_what_to_install(monkeypatch):
     from foveate.eval.plots import load_pyplot
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(FoveateError, match=r"foveate\[plots\]"):
         load_pyplot()
-

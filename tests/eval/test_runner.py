@@ -9,7 +9,8 @@ import pytest
 
 from foveate.core.config import SelectConfig
 from foveate.core.errors import ConfigError
-from foveate.eval.runner import EvalConfig, parse_select_value, parse_variant, run_eval
+from foveate.eval.config import EvalConfig, parse_select_value, parse_variant
+from foveate.eval.runner import run_eval
 from foveate.eval.summary import aggregate
 
 from .common import FAST, FIELDS, make_eval_set
@@ -23,8 +24,13 @@ def test_each_image_is_encoded_once(tmp_path, monkeypatch):
     real = foveate.core.texture.encode_array
     monkeypatch.setattr(foveate.core.texture, "encode_array", lambda *a, **k: calls.append(1) or real(*a, **k))
     monkeypatch.setitem(sys.modules, "foveate.query.text", None)
-    r = run_eval(tmp_path, EvalConfig(budgets=(64, 144, 273), encode=FAST, random_seeds=2,
-                                      variants=(("topk", SelectConfig(mode="topk")),)), workers=1)
+    r = run_eval(
+        tmp_path,
+        EvalConfig(
+            budgets=(64, 144, 273), encode=FAST, random_seeds=2, variants=(("topk", SelectConfig(mode="topk")),)
+        ),
+        workers=1,
+    )
     assert len(calls) == r.counts["encodes"] == 2
     assert r.counts["records"] == 3 * len(FIELDS) * 2
 
@@ -90,8 +96,10 @@ def test_budget_below_the_coarsest_cover_is_reported_per_line(eval_set, monkeypa
     assert "problem:budget" not in r.counts and r.records
     assert all(m["tokens"] <= 3 for rec in r.records for k, m in rec["methods"].items() if k != "full")
     # every row on the same queries: a quadtree variant that cannot start drops the query at that budget for all rows
-    r = run_eval(root, EvalConfig(budgets=(3, 64), encode=FAST, random_seeds=1,
-                                  variants=(("quad", SelectConfig(mode="quadtree")),)))
+    r = run_eval(
+        root,
+        EvalConfig(budgets=(3, 64), encode=FAST, random_seeds=1, variants=(("quad", SelectConfig(mode="quadtree")),)),
+    )
     assert r.counts["problem:budget"] > 0 and {rec["budget"] for rec in r.records} == {64}
 
 
@@ -100,8 +108,9 @@ def test_parse_select_values_and_variants():
     assert parse_select_value("topk_candidates", "500,none") == (500, None)
     assert parse_select_value("topk_candidates", "default") is None
     assert parse_select_value("gist", "false") is False
-    name, cfg = parse_variant("cascade5:mode=topk:topk_levels=4,3,2,1,0:topk_candidates=500,500,500,none",
-                              SelectConfig())
+    name, cfg = parse_variant(
+        "cascade5:mode=topk:topk_levels=4,3,2,1,0:topk_candidates=500,500,500,none", SelectConfig()
+    )
     assert name == "cascade5" and cfg.mode == "topk" and cfg.topk_levels == (4, 3, 2, 1, 0)
     for bad in ("x:budget=3", ":mode=topk", "x:mode", "x:gist=maybe", "x:topk_levels=4,2"):
         with pytest.raises(ConfigError):
@@ -110,4 +119,3 @@ def test_parse_select_values_and_variants():
         EvalConfig(baselines=("uniform", "psychic"))
     with pytest.raises(ConfigError):
         EvalConfig(variants=(("a", SelectConfig()), ("a", SelectConfig())))
-

@@ -47,10 +47,14 @@ def test_picture_lines_maps_offsets_reads_only_near_the_answer_and_lets_finer_pi
 def test_eval_with_vlm_rules(eval_set):
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(sys.modules, "foveate.query.text", None)  # OCR unavailable: tokens only
-        res = run_eval(eval_set[0], EvalConfig(budgets=(64, 144), encode=FAST, random_seeds=2, baselines=(),
-                                               vlm=("openai", "anthropic", "gemini")))
+        res = run_eval(
+            eval_set[0],
+            EvalConfig(
+                budgets=(64, 144), encode=FAST, random_seeds=2, baselines=(), vlm=("openai", "anthropic", "gemini")
+            ),
+        )
     for r in res.records:
-        for rule, v in r["vlm"].items():
+        for v in r["vlm"].values():
             assert v["plan"] <= v["image"] and v["uniform"] <= max(v["plan"], 85)
             assert v["fallback"] or v["kept"] == 1.0
             assert "ocr" not in v
@@ -65,8 +69,10 @@ def test_eval_with_vlm_rules(eval_set):
 
 @pytest.mark.slow
 def test_vlm_ocr_check_with_real_ocr(eval_set):
-    res = run_eval(eval_set[0], EvalConfig(budgets=(144,), encode=FAST, baselines=(), vlm=("anthropic",),
-                                           ocr="on", mosaic_ocr=False))
+    res = run_eval(
+        eval_set[0],
+        EvalConfig(budgets=(144,), encode=FAST, baselines=(), vlm=("anthropic",), ocr="on", mosaic_ocr=False),
+    )
     o = aggregate_vlm(res.records)["144"]["anthropic"]["ocr"]
     assert o["image"]["n"] == 10
     assert o["plan"]["fuzzy"] >= o["image"]["fuzzy"] - 0.1  # the crops keep the answers' scale

@@ -35,16 +35,18 @@ def test_split_is_by_image_and_stable():
 def test_rows_for_compared_weights_and_one_split(tmp_path):
     root = tmp_path / "set"
     make_eval_set(root, bad_lines=False)
-    res = run_eval(root, EvalConfig(budgets=(144,), encode=FAST, baselines=("uniform",), ocr="off",
-                                    compare_weights=("handset",)))
+    res = run_eval(
+        root, EvalConfig(budgets=(144,), encode=FAST, baselines=("uniform",), ocr="off", compare_weights=("handset",))
+    )
     assert res.config.methods == ["foveate", "foveate:handset", "uniform"]
     assert all(set(r["methods"]) == {"foveate", "foveate:handset", "uniform"} for r in res.records)
     lines = [json.loads(x) for x in (root / "queries.jsonl").read_text().splitlines() if x]
     for split in ("train", "val", "test"):
         want = sum(split_of("set", x["image"], 5) == split for x in lines)
         if want:
-            got = run_eval(root, EvalConfig(budgets=(144,), encode=FAST, baselines=(), ocr="off", split=split,
-                                            split_seed=5))
+            got = run_eval(
+                root, EvalConfig(budgets=(144,), encode=FAST, baselines=(), ocr="off", split=split, split_seed=5)
+            )
             assert got.counts["queries"] == want
     with pytest.raises(ConfigError, match="split"):
         EvalConfig(split="dev")

@@ -3,13 +3,11 @@ what the text term paints with it."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 import torch
 
-from foveate.query.text.extent import (COLUMNS, RELATIONS, AnswerExtent, candidate_pairs, hulls, pair_features)
+from foveate.query.text.extent import COLUMNS, RELATIONS, AnswerExtent, candidate_pairs, hulls, pair_features
 from foveate.query.text.features import CONTENT_COLUMNS
 from foveate.query.text.layout import layout_neighbours
 
@@ -84,8 +82,13 @@ def _slow_row(b, i, j, rel, content, lex, cos):
     gx = (a0 - x1) / h if name.startswith("right") else (x0 - a1) / h if name == "left" else 0.0
     gy = (c0 - y1) / h if name.startswith("below") else (y0 - c1) / h if name == "above" else 0.0
     overlap = (min(x1, a1) - max(x0, a0)) / max(min(x1 - x0, a1 - a0), 1.0)
-    geometry = [min(max(gx, -2), 20) / 5, min(max(gy, -2), 10) / 3, np.log(hj / h), abs(a0 - x0) / h / 5,
-                min(max(overlap, -5), 1)]
+    geometry = [
+        min(max(gx, -2), 20) / 5,
+        min(max(gy, -2), 10) / 3,
+        np.log(hj / h),
+        abs(a0 - x0) / h / 5,
+        min(max(overlap, -5), 1),
+    ]
     return onehot + geometry + [lex[j], cos[j], lex[i], cos[i]] + list(content[j]) + list(content[i])
 
 
@@ -178,7 +181,7 @@ def test_explain_lists_the_hulls_after_the_lines(page_texture):
     assert plain and {e["relation"] for e in plain} == {"answer"}
     grown = text_evidence(page_texture, q, w.replace(text_extent=_sure_extent(0.9)))
     assert grown[: len(plain)] == plain
-    hulls = grown[len(plain):]
+    hulls = grown[len(plain) :]
     assert 1 <= len(hulls) <= 3 and all(e["relation"] == "answer extent" for e in hulls)
     top = plain[0]  # the most probable line: its hulls come first (every q is 0.9), then the next line's
     assert [e["probability"] for e in hulls] == sorted((e["probability"] for e in hulls), reverse=True)

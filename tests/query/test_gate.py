@@ -9,10 +9,10 @@ import pytest
 import foveate
 from foveate.channels.base import EncodeContext
 from foveate.channels.registry import run_groups
-from foveate.core.config import EncodeConfig
-from foveate.core.errors import ConfigError
 from foveate.channels.text import gate as G
 from foveate.channels.text.ocr import run_ocr
+from foveate.core.config import EncodeConfig
+from foveate.core.errors import ConfigError
 from foveate.synth import TextLine, render_page
 
 
@@ -31,8 +31,9 @@ def sign_picture() -> np.ndarray:
     rng = np.random.default_rng(5)
     img = (_colour_field(480, 640, 3).astype(np.int16) + rng.integers(-12, 13, (480, 640, 3))).clip(0, 255)
     img = img.astype(np.uint8)
-    sign = render_page([TextLine("PARKING", 12, 8, 28), TextLine("Level 2 exit", 12, 44, 18)], width=170, height=74,
-                       paper=235).image
+    sign = render_page(
+        [TextLine("PARKING", 12, 8, 28), TextLine("Level 2 exit", 12, 44, 18)], width=170, height=74, paper=235
+    ).image
     img[300:374, 400:570] = sign
     return img
 
@@ -55,15 +56,22 @@ def test_nothing_to_read_nothing_read(sign_picture):
     (the detector alone answers 0.2-0.5 in the middle of a blank image: the ink test keeps that out)."""
     rng = np.random.default_rng(5)
     textured = sign_picture.copy()
-    textured[300:374, 400:570] = (_colour_field(74, 170, 3).astype(np.int16) + rng.integers(-12, 13, (74, 170, 3))
-                                  ).clip(0, 255).astype(np.uint8)
-    for img in (np.full((480, 640, 3), 200, np.uint8), np.zeros((480, 640, 3), np.uint8), _colour_field(480, 640, 3),
-                textured):
+    textured[300:374, 400:570] = (
+        (_colour_field(74, 170, 3).astype(np.int16) + rng.integers(-12, 13, (74, 170, 3))).clip(0, 255).astype(np.uint8)
+    )
+    for img in (
+        np.full((480, 640, 3), 200, np.uint8),
+        np.zeros((480, 640, 3), np.uint8),
+        _colour_field(480, 640, 3),
+        textured,
+    ):
         res = run_ocr(img, "auto")
         assert res.lines == [] and res.gate["detector"] == "none" and res.gate["blobs"] == 0
     # full-page OCR reads nothing in the blank and shaded ones either (in the noise it may read a fragment)
-    assert all(run_ocr(img, "always").lines == [] for img in (np.full((480, 640, 3), 200, np.uint8),
-                                                              _colour_field(480, 640, 3)))
+    assert all(
+        run_ocr(img, "always").lines == []
+        for img in (np.full((480, 640, 3), 200, np.uint8), _colour_field(480, 640, 3))
+    )
     assert run_ocr(np.zeros((5, 300, 3), np.uint8), "auto").lines == []
 
 
@@ -120,8 +128,11 @@ def test_a_failing_background_group_fails_the_encode(sign_picture, monkeypatch):
     from foveate.channels import registry
 
     group = registry.get_group("text")
-    monkeypatch.setitem(registry._REGISTRY, "text", registry.ChannelGroup(
-        "text", group.channels, boom, group.cost, group.description, background=True))
+    monkeypatch.setitem(
+        registry._REGISTRY,
+        "text",
+        registry.ChannelGroup("text", group.channels, boom, group.cost, group.description, background=True),
+    )
     with pytest.raises(RuntimeError, match="text group failed"):
         run_groups(EncodeContext(image=sign_picture, config=EncodeConfig()), ("rgb", "text"))
 

@@ -12,13 +12,26 @@ from foveate.core.errors import ConfigError
 from foveate.query.text import query_onnx as Q
 from foveate.query.text.embed import _embed_query_cached, embed_query, embed_texts
 
-TEXTS = ["What is the total due?", "Who issued it?", "date", "x", "", "   ", "TOTAL: $1,234.56 (incl. VAT 19%)",
-         "Größe, Preis: 12,50 € — naïve café", "名前と住所", "line\nbreak\ttab", "word " * 400,
-         "supercalifragilisticexpialidocious antidisestablishmentarianism"]
+TEXTS = [
+    "What is the total due?",
+    "Who issued it?",
+    "date",
+    "x",
+    "",
+    "   ",
+    "TOTAL: $1,234.56 (incl. VAT 19%)",
+    "Größe, Preis: 12,50 € — naïve café",
+    "名前と住所",
+    "line\nbreak\ttab",
+    "word " * 400,
+    "supercalifragilisticexpialidocious antidisestablishmentarianism",
+]
 
 
 @pytest.fixture(scope="module")
 def encoder():
+    done = Q.prepare_query_encoder()  # what foveate prepare does: export once into the cache, or find it there
+    assert done["status"] in ("ready", "exported"), done
     enc = Q.query_encoder()
     assert enc is not None, "the onnxruntime query encoder could not be set up here"
     return enc
@@ -57,6 +70,9 @@ def test_corrupt_cache_is_exported_again(tmp_path, encoder):
 
 
 def test_choice(monkeypatch, tmp_path, caplog):
+    """A question never exports: without a prepared encoder ``auto`` embeds with torch and says how to prepare one;
+    ``foveate prepare`` reports an export that cannot run instead of raising; ``onnx`` exports on demand or fails."""
+
     def broken(*a):
         raise RuntimeError("no exporter here")
 
@@ -66,6 +82,7 @@ def test_choice(monkeypatch, tmp_path, caplog):
         monkeypatch.setenv("FOVEATE_QUERY_ENCODER", "torch")
         Q._query_encoder.cache_clear()
         assert Q.query_encoder() is None
+        assert Q.prepare_query_encoder()["status"] == "skipped"
         monkeypatch.setenv("FOVEATE_QUERY_ENCODER", "sometimes")
         Q._query_encoder.cache_clear()
         with pytest.raises(ConfigError, match="FOVEATE_QUERY_ENCODER"):
@@ -76,12 +93,30 @@ def test_choice(monkeypatch, tmp_path, caplog):
             Q.query_encoder()
         monkeypatch.setenv("FOVEATE_QUERY_ENCODER", "auto")
         Q._query_encoder.cache_clear()
-        with caplog.at_level(logging.WARNING, logger="foveate.query"):
-            assert Q.query_encoder() is None  # falls back to torch, says why
-        assert "no exporter here" in caplog.text
+        with caplog.at_level(logging.INFO, logger="foveate.query"):
+            assert Q.query_encoder() is None  # nothing prepared: torch, and how to prepare
+        assert "foveate prepare" in caplog.text
+        done = Q.prepare_query_encoder()
+        assert done["status"] == "skipped" and "no exporter here" in done["reason"]
         assert not list((tmp_path / "query-encoder").glob(".export-*"))  # the failed export left nothing behind
         _embed_query_cached.cache_clear()
         np.testing.assert_allclose(embed_query("What is the total?"), embed_texts(["What is the total?"])[0], atol=1e-6)
+    finally:
+        Q._query_encoder.cache_clear()
+        _embed_query_cached.cache_clear()
+
+
+def test_a_question_never_exports(monkeypatch, tmp_path):
+    """With nothing prepared, the first question is embedded by torch at once: the export runs only in
+    ``foveate prepare`` (or with ``FOVEATE_QUERY_ENCODER=onnx``)."""
+    monkeypatch.setenv("FOVEATE_CACHE", str(tmp_path))
+    monkeypatch.setenv("FOVEATE_QUERY_ENCODER", "auto")
+    monkeypatch.setattr(Q, "_export", lambda *a: pytest.fail("a question exported the encoder"))
+    try:
+        Q._query_encoder.cache_clear()
+        _embed_query_cached.cache_clear()
+        np.testing.assert_allclose(embed_query("Who signed it?"), embed_texts(["Who signed it?"])[0], atol=1e-6)
+        assert not (tmp_path / "query-encoder").exists()
     finally:
         Q._query_encoder.cache_clear()
         _embed_query_cached.cache_clear()

@@ -8,8 +8,15 @@ import numpy as np
 import pytest
 import torch
 
-from foveate.query.text.features import (COLUMNS, RELATION_COLUMNS, content_features, layout_features, money_value,
-                                         relation_features, same_row)
+from foveate.query.text.features import (
+    COLUMNS,
+    RELATION_COLUMNS,
+    content_features,
+    layout_features,
+    money_value,
+    relation_features,
+    same_row,
+)
 from foveate.query.text.ranker import AnswerRanker
 
 
@@ -31,8 +38,17 @@ def test_content_features_recognise_kinds_of_answer():
     assert flags("billing@northwind.example") == {"web"}
 
 
-@pytest.mark.parametrize("text,value", [("$1,234.50", 1234.5), ("Total 12,50", 12.5), ("RM 3.00 and 7.25", 7.25),
-                                        ("1.234,56", 1234.56), ("no amount", None), ("12/03/2019", None)])
+@pytest.mark.parametrize(
+    "text,value",
+    [
+        ("$1,234.50", 1234.5),
+        ("Total 12,50", 12.5),
+        ("RM 3.00 and 7.25", 7.25),
+        ("1.234,56", 1234.56),
+        ("no amount", None),
+        ("12/03/2019", None),
+    ],
+)
 def test_money_value(text, value):
     assert money_value(text) == value
 
@@ -63,7 +79,7 @@ def test_same_row_and_nearest_left_against_loops(seed):
     lex = np.random.default_rng(seed).uniform(0, 1, len(boxes)).astype(np.float32)
     cos = np.zeros(len(boxes), np.float32)
     rel = relation_features(boxes, lex, cos)
-    col = dict((c, i) for i, c in enumerate(RELATION_COLUMNS))
+    col = {c: i for i, c in enumerate(RELATION_COLUMNS)}
     row = _slow_same_row(boxes)
     for i in range(len(boxes)):
         h = max(boxes[i][3] - boxes[i][1], 1)
@@ -207,9 +223,9 @@ def test_handset_features_are_what_the_handset_rule_paints(page_texture, questio
     """The ranker's hand-set columns against the hand-set map's own record of what it painted on which line
     (``LineMatch.painted``, filled by :func:`relevance_map`): per line, the match value and the most it received
     to the right of a match (or continuing it) and below one."""
+    from foveate.query.text.handset import handset_features, relevance_map
     from foveate.query.text.layout import text_index
     from foveate.query.text.match import match_lines, question_scores
-    from foveate.query.text.handset import handset_features, relevance_map
 
     index = text_index(page_texture)
     m = match_lines(index, question)

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 import foveate
-from foveate.query import semantic as S
 from foveate.core.errors import ConfigError
+from foveate.query import semantic as S
 
 
 def _byte_alphabet() -> list[str]:
@@ -38,17 +38,33 @@ def tiny_clip_dir(tmp_path_factory):
     tok = CLIPTokenizer(vocab=vocab, merges=[])
     torch.manual_seed(0)
     cfg = CLIPConfig(
-        text_config=dict(vocab_size=514, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                         num_attention_heads=4, max_position_embeddings=64, eos_token_id=513, bos_token_id=512,
-                         pad_token_id=513),
-        vision_config=dict(image_size=32, patch_size=8, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                           num_attention_heads=4),
-        projection_dim=24)
+        text_config=dict(
+            vocab_size=514,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            max_position_embeddings=64,
+            eos_token_id=513,
+            bos_token_id=512,
+            pad_token_id=513,
+        ),
+        vision_config=dict(
+            image_size=32,
+            patch_size=8,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+        ),
+        projection_dim=24,
+    )
     path = tmp_path_factory.mktemp("tiny-clip")
     CLIPModel(cfg).eval().save_pretrained(path)
     tok.save_pretrained(path)
-    (path / "preprocessor_config.json").write_text(json.dumps({"image_mean": [0.5, 0.5, 0.5],
-                                                               "image_std": [0.25, 0.25, 0.25]}))
+    (path / "preprocessor_config.json").write_text(
+        json.dumps({"image_mean": [0.5, 0.5, 0.5], "image_std": [0.25, 0.25, 0.25]})
+    )
     return path
 
 
@@ -88,7 +104,7 @@ def test_pca_keeps_the_variance_it_claims():
     pca = S.fit_pca(x, k=16)
     xc = x - x.mean(0)
     recon = (xc @ pca.basis) @ pca.basis.T
-    kept = 1.0 - ((xc - recon) ** 2).sum() / (xc ** 2).sum()
+    kept = 1.0 - ((xc - recon) ** 2).sum() / (xc**2).sum()
     assert kept == pytest.approx(pca.explained, abs=1e-5)
     evals = np.linalg.eigvalsh(np.cov(xc.T))[::-1]  # independent reference: the covariance spectrum
     assert pca.explained == pytest.approx(evals[:16].sum() / evals.sum(), abs=1e-5)
@@ -112,8 +128,10 @@ def test_cosine_in_pca_space_equals_the_reconstructed_cosine():
 def test_image_tower_runs_once_per_image_however_many_queries(tiny_clip_dir, image):
     enc = S.load_encoder("clip", str(tiny_clip_dir))
     calls = {"vision": 0, "text": 0}
-    hooks = [enc.model.vision_model.register_forward_hook(lambda *a: calls.__setitem__("vision", calls["vision"] + 1)),
-             enc.model.text_model.register_forward_hook(lambda *a: calls.__setitem__("text", calls["text"] + 1))]
+    hooks = [
+        enc.model.vision_model.register_forward_hook(lambda *a: calls.__setitem__("vision", calls["vision"] + 1)),
+        enc.model.text_model.register_forward_hook(lambda *a: calls.__setitem__("text", calls["text"] + 1)),
+    ]
     try:
         S._text_embedding.cache_clear()
         p = foveate.FoveatePredictor(groups=GROUPS, options={"semantic_model": str(tiny_clip_dir)}, device="cpu")

@@ -10,15 +10,19 @@ import numpy as np
 import pytest
 
 import foveate
-from foveate.query import text as T
 from foveate.core.errors import UnsupportedInputError
 from foveate.eval.metrics import query_metrics
+from foveate.query import text as T
 from foveate.synth import TextLine, render_page
 
 
 def _inside(inner, outer, slack=4) -> bool:
-    return (inner[0] >= outer[0] - slack and inner[1] >= outer[1] - slack and inner[2] <= outer[2] + slack
-            and inner[3] <= outer[3] + slack)
+    return (
+        inner[0] >= outer[0] - slack
+        and inner[1] >= outer[1] - slack
+        and inner[2] <= outer[2] + slack
+        and inner[3] <= outer[3] + slack
+    )
 
 
 def _legible(sel, box, height=None) -> float:
@@ -36,16 +40,25 @@ def page_ocr(page, page_texture):
 def form():
     """A second layout: a form whose date sits under a "Signed:" label, with unrelated fields around."""
     L = TextLine
-    return render_page([
-        L("SERVICE AGREEMENT", 60, 50, 30),
-        L("Client:", 60, 130, 16), L("Harbor Freight Logistics", 200, 130, 16),
-        L("Amount:", 60, 160, 16), L("$12,400.00", 200, 160, 16),
-        L("Term:", 60, 190, 16), L("twelve months from delivery", 200, 190, 16),
-        L("The contractor delivers the services described in schedule A. Either party may end this", 60, 320, 13),
-        L("agreement with thirty days of written notice. Disputes go to arbitration in Portland.", 60, 338, 13),
-        L("Signed:", 60, 600, 16), L("M. Okafor, Director", 200, 600, 16),
-        L("Date:", 60, 630, 16), L("2 June 2025", 200, 630, 16),
-    ], width=700, height=760)
+    return render_page(
+        [
+            L("SERVICE AGREEMENT", 60, 50, 30),
+            L("Client:", 60, 130, 16),
+            L("Harbor Freight Logistics", 200, 130, 16),
+            L("Amount:", 60, 160, 16),
+            L("$12,400.00", 200, 160, 16),
+            L("Term:", 60, 190, 16),
+            L("twelve months from delivery", 200, 190, 16),
+            L("The contractor delivers the services described in schedule A. Either party may end this", 60, 320, 13),
+            L("agreement with thirty days of written notice. Disputes go to arbitration in Portland.", 60, 338, 13),
+            L("Signed:", 60, 600, 16),
+            L("M. Okafor, Director", 200, 600, 16),
+            L("Date:", 60, 630, 16),
+            L("2 June 2025", 200, 630, 16),
+        ],
+        width=700,
+        height=760,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -90,8 +103,12 @@ def test_short_lines_are_read_as_printed():
 
 
 def test_read_text_rejects_bad_input_and_handles_tiny_or_blank_images():
-    for bad in (np.zeros((20, 20), np.uint8), np.zeros((20, 20, 4), np.uint8), np.zeros((20, 20, 3), np.float32),
-                "page.png"):
+    for bad in (
+        np.zeros((20, 20), np.uint8),
+        np.zeros((20, 20, 4), np.uint8),
+        np.zeros((20, 20, 3), np.float32),
+        "page.png",
+    ):
         with pytest.raises(UnsupportedInputError):
             T.read_text(bad)
     assert T.read_text(np.zeros((4, 4, 3), np.uint8)) == []
@@ -148,8 +165,9 @@ def test_paraphrase_lifts_the_date_region(page, page_texture, form, form_texture
 
 
 def test_the_value_of_a_field_sits_right_of_its_label(form, form_texture):
-    sel = foveate.select(form_texture, 'What is the value of the field "Amount"?', cut=False, explain=True,
-                         weights="handset")  # the hand-set label matcher: match, then the value to its right
+    sel = foveate.select(
+        form_texture, 'What is the value of the field "Amount"?', cut=False, explain=True, weights="handset"
+    )  # the hand-set label matcher: match, then the value to its right
     assert _legible(sel, form.find("$12,400.00")["box"]) >= 0.95
     relations = {e["text"]: e["relation"] for e in sel.evidence}
     assert relations.get("Amount:") == "match" and relations.get("$12,400.00") == "right"
@@ -218,8 +236,20 @@ def test_text_and_point_prompt_in_one_query(page, page_texture):
     assert lm[int(pt[1]) // 16, int(pt[0]) // 16] == 0
 
 
-@pytest.mark.parametrize("query", ["", "   ", "x" * 10_000, "What is the total due? " * 450, "请问总金额是多少？",
-                                   "Когда подписан договор?", "ما هو المبلغ الإجمالي", "💰💰💰?", "🧾 total due"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "",
+        "   ",
+        "x" * 10_000,
+        "What is the total due? " * 450,
+        "请问总金额是多少？",
+        "Когда подписан договор?",
+        "ما هو المبلغ الإجمالي",
+        "💰💰💰?",
+        "🧾 total due",
+    ],
+)
 def test_bad_or_odd_queries_give_a_selection(page_texture, query):
     sel = foveate.select(page_texture, query, cut=False)
     assert 0 < len(sel) <= 273
@@ -287,15 +317,17 @@ def test_query_parsing():
 
 
 def test_layout_neighbours_on_a_drawn_form():
-    boxes = np.array([
-        [10, 10, 60, 22],    # 0 label "Name:"
-        [80, 11, 200, 23],   # 1 its value, right
-        [220, 10, 260, 22],  # 2 next cell on the row
-        [10, 40, 80, 52],    # 3 label "Address:" below 0
-        [10, 60, 200, 72],   # 4 value below 3, left-aligned: continues 3's block
-        [10, 78, 200, 90],   # 5 next line of the same block
-        [400, 300, 450, 312],  # 6 far away
-    ])
+    boxes = np.array(
+        [
+            [10, 10, 60, 22],  # 0 label "Name:"
+            [80, 11, 200, 23],  # 1 its value, right
+            [220, 10, 260, 22],  # 2 next cell on the row
+            [10, 40, 80, 52],  # 3 label "Address:" below 0
+            [10, 60, 200, 72],  # 4 value below 3, left-aligned: continues 3's block
+            [10, 78, 200, 90],  # 5 next line of the same block
+            [400, 300, 450, 312],  # 6 far away
+        ]
+    )
     right, below, cont = T.layout_neighbours(boxes, width=500)
     assert right.tolist()[:3] == [1, 2, -1] and right[6] == -1
     assert below[0] == 3 and below[3] == 4 and below[4] == 5 and below[6] == -1

@@ -61,4 +61,3 @@ def assert_one_row_per_source(rows: list[dict], sources) -> None:
     got = [r["source"] for r in rows]
     assert len(got) == len(set(got)), "a source has two rows"
     assert set(got) == {str(s) for s in sources}, "a source has no row"
-

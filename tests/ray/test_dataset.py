@@ -16,8 +16,19 @@ import foveate  # noqa: E402
 from foveate.core.config import EncodeConfig  # noqa: E402
 from foveate.core.errors import ConfigError, DatasetError, TextureFormatError  # noqa: E402
 from foveate.core.texture import Texture, content_hash, texture_id  # noqa: E402
-from foveate.ray.dataset import (LeaseLost, KeySet, ROW_GROUP_ROWS, dedupe, part_files, prepare_output,  # noqa: E402
-                                  read_manifest, read_rows, scan, texture_manifest, write_part)
+from foveate.ray.dataset import (  # noqa: E402
+    ROW_GROUP_ROWS,
+    KeySet,
+    LeaseLost,
+    dedupe,
+    part_files,
+    prepare_output,
+    read_manifest,
+    read_rows,
+    scan,
+    texture_manifest,
+    write_part,
+)
 from foveate.ray.encode import EncodeWorker  # noqa: E402
 from foveate.ray.reader import find_texture, import_into_store, iter_textures, split_ref  # noqa: E402
 from foveate.ray.sources import expand_sources  # noqa: E402
@@ -36,8 +47,14 @@ def _process_threads(monkeypatch):
 
 
 def _worker(out, job, done_sources=(), done_ids=(), config=FAST) -> EncodeWorker:
-    return EncodeWorker(config.to_dict(), str(out), job, {"source": "source", "location": "location", "data": None},
-                        KeySet(done_sources), KeySet(done_ids))
+    return EncodeWorker(
+        config.to_dict(),
+        str(out),
+        job,
+        {"source": "source", "location": "location", "data": None},
+        KeySet(done_sources),
+        KeySet(done_ids),
+    )
 
 
 def _batch(pairs) -> pa.Table:
@@ -75,8 +92,8 @@ def test_rows_ids_and_textures_equal_the_local_encode(encoded):
         assert (row["height"], row["width"]) == local.image_size and row["preset"] == "fast"
         assert row["texture_size"] == len(row["texture"])
         assert_same_texture(row["texture"], local)
-        assert Texture.load(row).id == local.id                 # a row
-        assert Texture.load(row["texture"]).id == local.id      # its bytes
+        assert Texture.load(row).id == local.id  # a row
+        assert Texture.load(row["texture"]).id == local.id  # its bytes
 
 
 def test_bad_images_are_rows_that_say_why(encoded):
@@ -221,8 +238,19 @@ def test_sources_folders_globs_and_lists(tmp_path):
     sub.mkdir()
     (sub / "more.png").write_bytes(files["r0"].read_bytes())
     folder = expand_sources(str(tmp_path / "imgs"))
-    assert [s for s, _ in folder] == [str(tmp_path / "imgs" / n) for n in (
-        "empty.jpg", "garbage.png", "photo.jpg", "r0.png", "r1.png", "r2.png", "sub/more.png", "truncated.jpg")]
+    assert [s for s, _ in folder] == [
+        str(tmp_path / "imgs" / n)
+        for n in (
+            "empty.jpg",
+            "garbage.png",
+            "photo.jpg",
+            "r0.png",
+            "r1.png",
+            "r2.png",
+            "sub/more.png",
+            "truncated.jpg",
+        )
+    ]
     assert all(os.path.isabs(loc) and loc.endswith(os.path.basename(s)) for s, loc in folder)
     assert not any(s.endswith(".txt") for s, _ in folder)
     globbed = expand_sources(str(tmp_path / "imgs" / "r*.png"))
@@ -288,11 +316,13 @@ def test_queries_tables_and_their_join_with_the_textures(encoded, tmp_path):
     from foveate.ray.select import _work, load_queries
 
     out, files, _ = encoded
-    rows = [{"source": str(files["r0"]), "query": "a dog", "budget": 64},
-            {"id": "nope", "query": "x"},
-            {"source": str(files["garbage"]), "query": "x"},
-            {"query": "no texture named"},
-            {"source": str(files["photo"]), "points": [[5, 6]], "boxes": [[1, 2, 30, 40]], "mode": "topk"}]
+    rows = [
+        {"source": str(files["r0"]), "query": "a dog", "budget": 64},
+        {"id": "nope", "query": "x"},
+        {"source": str(files["garbage"]), "query": "x"},
+        {"query": "no texture named"},
+        {"source": str(files["photo"]), "points": [[5, 6]], "boxes": [[1, 2, 30, 40]], "mode": "topk"},
+    ]
     keys = ["id", "source", "query", "budget", "points", "boxes", "mode"]
     table = pa.Table.from_pylist([{k: r.get(k) for k in keys} for r in rows])
     (tmp_path / "q.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")

@@ -52,8 +52,7 @@ def default_ds(cluster, tmp_path_factory):
     files = corpus(base / "imgs", n_random=2)
     files["page"] = base / "imgs" / "page.png"
     shutil.copy(EXAMPLES / "page.png", files["page"])
-    summary = encode_dataset(base / "imgs", base / "ds", preset="default", concurrency=1, batch_size=2,
-                             progress=False)
+    summary = encode_dataset(base / "imgs", base / "ds", preset="default", concurrency=1, batch_size=2, progress=False)
     return base / "ds", files, summary
 
 
@@ -91,11 +90,22 @@ def test_select_dataset_equals_the_local_select(default_ds, tmp_path):
         {"id": photo["id"], "points": [[99999, 5]]},
     ]
     seen = []
-    summary = select_dataset(out, queries, tmp_path / "sel", concurrency=1, progress=False,
-                             vlm=lambda tex, sel: {"texture": tex.id, "tokens": len(sel)})
+    summary = select_dataset(
+        out,
+        queries,
+        tmp_path / "sel",
+        concurrency=1,
+        progress=False,
+        vlm=lambda tex, sel: {"texture": tex.id, "tokens": len(sel)},
+    )
     assert summary.count("selected") == 3 and summary.count("failed") == 3
-    got = {r["qid"]: r for r in _rows(tmp_path / "sel", ("qid", "id", "source", "query", "budget", "mode",
-                                                        "num_tokens", "selection", "vlm", "error"))}
+    got = {
+        r["qid"]: r
+        for r in _rows(
+            tmp_path / "sel",
+            ("qid", "id", "source", "query", "budget", "mode", "num_tokens", "selection", "vlm", "error"),
+        )
+    }
     assert sorted(got) == list(range(len(queries)))
     for qid in (0, 1, 2):
         r = got[qid]
@@ -151,8 +161,9 @@ def test_a_ray_dataset_of_image_bytes_or_paths(cluster, tmp_path):
     paths = ray.data.from_items([{"path": str(p)} for p in files.values()])
     by_path = encode_dataset(paths, tmp_path / "ds2", preset="fast", batch_size=3, progress=False)
     assert by_path.count("encoded") == len(files) - len(BAD)
-    assert sorted((r["source"], r["id"]) for r in _rows(tmp_path / "ds2")) == sorted((r["source"], r["id"])
-                                                                                      for r in rows)
+    assert sorted((r["source"], r["id"]) for r in _rows(tmp_path / "ds2")) == sorted(
+        (r["source"], r["id"]) for r in rows
+    )
 
 
 _DRIVER = textwrap.dedent("""
@@ -171,13 +182,17 @@ def test_a_killed_job_restarted_loses_and_duplicates_nothing(cluster, tmp_path):
     n = 24
     for i in range(n):  # big enough (~60 ms each) that the kill lands mid-run
         Image.fromarray(random_image(768, 1024, seed=1000 + i)).save(imgs / f"{i:02d}.jpg", quality=90)
-    expected = {str(imgs / f"{i:02d}.jpg"): texture_id(content_hash(load_image(imgs / f"{i:02d}.jpg")), FAST)
-                for i in range(n)}
+    expected = {
+        str(imgs / f"{i:02d}.jpg"): texture_id(content_hash(load_image(imgs / f"{i:02d}.jpg")), FAST) for i in range(n)
+    }
     out = tmp_path / "ds"
     script = tmp_path / "driver.py"
     script.write_text(_DRIVER)
-    child = subprocess.Popen([sys.executable, str(script), cluster, str(imgs), str(out)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(
+        [sys.executable, str(script), cluster, str(imgs), str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.time() + 120
         while (not out.is_dir() or len(part_files(str(out))) < 2) and time.time() < deadline and child.poll() is None:
@@ -203,8 +218,7 @@ def test_command_line(cluster, tmp_path):
     out = tmp_path / "ds"
     bad = tmp_path / "bad.png"
     bad.write_bytes(b"not a png")
-    r = run("encode", "--ray", cluster, "example:photo", str(EXAMPLES / "page.png"), bad, "--preset", "fast",
-            "-o", out)
+    r = run("encode", "--ray", cluster, "example:photo", str(EXAMPLES / "page.png"), bad, "--preset", "fast", "-o", out)
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
     assert "2 encoded, 0 already in" in " ".join(r.stdout.split()) and "1 failed" in " ".join(r.stdout.split())
     assert f"failed {bad}: not a readable image" in r.stderr

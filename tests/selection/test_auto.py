@@ -8,8 +8,8 @@ import pytest
 
 from foveate import select
 from foveate.eval.metrics import query_metrics
-from foveate.query.query import Query
 from foveate.query.base import LikelyLines
+from foveate.query.query import Query
 from foveate.query.terms import query_maps
 from foveate.selection.auto import choose, expected_legible, finest_levels, legible_share
 from foveate.weights import load_weights
@@ -45,8 +45,10 @@ def test_legible_share_equals_the_exact_metric(page_texture, mode):
     boxes[:, 2], boxes[:, 3] = np.minimum(boxes[:, 2], w), np.minimum(boxes[:, 3], h)
     heights = rng.uniform(4, 70, 60)
     got = legible_share(levels, page_texture.patch_size, boxes, heights)
-    ref = [query_metrics(sel.boxes, None, b[None], sel.image_size, np.array([t]), token_scales=sel.scales)
-           .legible_coverage for b, t in zip(boxes, heights)]
+    ref = [
+        query_metrics(sel.boxes, None, b[None], sel.image_size, np.array([t]), token_scales=sel.scales).legible_coverage
+        for b, t in zip(boxes, heights)
+    ]
     np.testing.assert_allclose(got, ref, atol=1e-9)
     assert 0 < got.mean() < 1  # the draw holds legible and blurred boxes
 
@@ -65,8 +67,9 @@ def test_choose_keeps_the_default_on_ties_and_makes_nothing_it_does_not_need():
     assert choose({"quadtree": lambda: fine, "topk": never}, grid, 16, likely)[0] == "quadtree"
     name, tiles, got = choose({"quadtree": lambda: coarse, "topk": lambda: coarse + fine}, grid, 16, likely)
     assert (name, tiles) == ("topk", coarse + fine) and got == pytest.approx({"quadtree": 0.0, "topk": 0.9})
-    assert choose({"quadtree": lambda: coarse, "topk": lambda: coarse}, grid, 16,
-                  likely)[0] == "quadtree"  # a tie keeps the default
+    assert (
+        choose({"quadtree": lambda: coarse, "topk": lambda: coarse}, grid, 16, likely)[0] == "quadtree"
+    )  # a tie keeps the default
 
 
 @pytest.mark.parametrize("budget", [64, 144, 273])
@@ -80,8 +83,17 @@ def test_auto_is_the_better_of_the_two_layouts(page_texture, budget):
         assert np.array_equal(auto.gist, both[auto.mode].gist)
         lines = query_maps(page_texture, Query.coerce(question), weights).lines  # what auto weighs the layouts by
         assert lines is not None
-        got = {m: expected_legible(_tiles(s), page_texture.level_shapes[0], page_texture.patch_size, lines.boxes,
-                                   lines.heights, lines.probs) for m, s in both.items()}
+        got = {
+            m: expected_legible(
+                _tiles(s),
+                page_texture.level_shapes[0],
+                page_texture.patch_size,
+                lines.boxes,
+                lines.heights,
+                lines.probs,
+            )
+            for m, s in both.items()
+        }
         assert got[auto.mode] == max(got.values())
         if auto.mode == "topk":
             assert got["topk"] > got["quadtree"] and any(n.startswith("auto: topk") for n in auto.notes)

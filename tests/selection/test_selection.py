@@ -31,8 +31,15 @@ def slow_quadtree(score, need, budget, alpha=1.0, min_level=0):
         cands = [t for t in leaves if t[0] > min_level and t not in dead]
         if not cands:
             break
-        key = lambda t: (score[t[0]][t[1], t[2]] + math.log(need[t[0]][t[1], t[2]]) + t[0] * alpha * math.log(2),  # noqa: E731
-                         t[0], -t[1], -t[2])
+
+        def key(t):
+            return (
+                score[t[0]][t[1], t[2]] + math.log(need[t[0]][t[1], t[2]]) + t[0] * alpha * math.log(2),  # noqa: E731
+                t[0],
+                -t[1],
+                -t[2],
+            )
+
         best = max(cands, key=key)
         lvl, r, c = best
         gh, gw = shapes[lvl - 1]
@@ -70,7 +77,7 @@ def _cover_counts(tiles, shapes):
     counts = np.zeros(shapes[0], np.int64)
     for lvl, r, c in tiles:
         f = 1 << lvl
-        counts[r * f:(r + 1) * f, c * f:(c + 1) * f] += 1
+        counts[r * f : (r + 1) * f, c * f : (c + 1) * f] += 1
     return counts
 
 
@@ -117,7 +124,7 @@ def test_topk_pruning_keeps_k_and_finds_a_peak_region():
     score = [s * 0.01 for s in score]
     for lvl in range(5):  # a consistent hot region, visible at every level
         f = 1 << lvl
-        score[lvl][40 // f:48 // f, 8 // f:16 // f] += 5.0
+        score[lvl][40 // f : 48 // f, 8 // f : 16 // f] += 5.0
     got = topk_select(score, 64, (4, 2, 0), (50, 100))
     assert len(got) == 64 == len(set(got))
     assert all(40 <= r < 48 and 8 <= c < 16 for _, r, c in got)
@@ -169,7 +176,7 @@ def test_box_prompt_pulls_level0_tokens_into_the_box(page_texture):
     inside = (fine[:, 0] < box[2]) & (fine[:, 2] > box[0]) & (fine[:, 1] < box[3]) & (fine[:, 3] > box[1])
     assert inside.mean() > 0.8
     blind = select(page_texture, None, 273)
-    assert (sel.levels[_overlaps(sel.boxes, box)].mean() < blind.levels[_overlaps(blind.boxes, box)].mean())
+    assert sel.levels[_overlaps(sel.boxes, box)].mean() < blind.levels[_overlaps(blind.boxes, box)].mean()
 
 
 def _overlaps(boxes, box):
@@ -319,10 +326,22 @@ def test_level_map_equals_a_per_token_reference(h, w):
                 up = rng.integers(1, 3, len(keep))
                 levels = np.concatenate([levels, levels + up])
                 rows, cols = np.concatenate([rows, rows >> up]), np.concatenate([cols, cols >> up])
-            boxes, centers, grid = tile_geometry(levels, rows, cols, tex.image_size, tex.patch_size,
-                                                 tuple(sel.relevance.shape))
-            sels.append(dataclasses.replace(sel, levels=levels, rows=rows, cols=cols, boxes=boxes, centers=centers,
-                                            grid=grid, gist=np.zeros(len(levels), bool), scores=np.zeros(len(levels))))
+            boxes, centers, grid = tile_geometry(
+                levels, rows, cols, tex.image_size, tex.patch_size, tuple(sel.relevance.shape)
+            )
+            sels.append(
+                dataclasses.replace(
+                    sel,
+                    levels=levels,
+                    rows=rows,
+                    cols=cols,
+                    boxes=boxes,
+                    centers=centers,
+                    grid=grid,
+                    gist=np.zeros(len(levels), bool),
+                    scores=np.zeros(len(levels)),
+                )
+            )
     for sel in sels:
         got = sel.level_map()
         assert got.dtype == np.int64 and got.shape == sel.relevance.shape

@@ -52,7 +52,9 @@ def raw_exchange(port: int, request: bytes, sock: socket.socket | None = None) -
             return data, s
         data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
-    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")), 0)
+    length = next(
+        (int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")), 0
+    )
     while len(body) < length:
         body += s.recv(65536)
     return head + b"\r\n\r\n" + body, s
@@ -151,7 +153,7 @@ def test_query_body_over_1_mib_is_413_even_chunked(keyed, route):
 
 def test_head_limits_head_healthz_and_metrics(keyed):
     # a 100 KiB header in one piece: refused like the 64 KiB limit says (uvicorn alone only counts pieces)
-    req = (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (100 * 1024) + b"\r\n\r\n")
+    req = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (100 * 1024) + b"\r\n\r\n"
     resp, s = raw_exchange(keyed.port, req)
     s.close()
     assert resp.startswith(b"HTTP/1.1 431"), resp[:200]
@@ -250,8 +252,10 @@ def test_undecodable_variants_are_typed_errors():
 
 def test_decoder_failure_is_json_4xx_and_keep_alive_survives(keyed):
     body = dds()
-    req = (b"POST /v1/textures HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret\r\nContent-Type: "
-           b"application/octet-stream\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    req = (
+        b"POST /v1/textures HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret\r\nContent-Type: "
+        b"application/octet-stream\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+    )
     resp, s = raw_exchange(keyed.port, req)
     head, _, payload = resp.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 415") and b"application/json" in head, resp[:300]
@@ -267,11 +271,19 @@ def test_cli_and_batch_on_undecodable_files(tmp_path):
     (tmp_path / "imgs" / "bad2.png").write_bytes(dds(b"DX10"))
     (tmp_path / "imgs" / "good.png").write_bytes(png(random_image(40, 48, 3)))
     cli = [sys.executable, "-m", "foveate.cli"]
-    r = subprocess.run(cli + ["encode", str(tmp_path / "imgs" / "bad.dds"), "-o", str(tmp_path / "x.fvt")],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        cli + ["encode", str(tmp_path / "imgs" / "bad.dds"), "-o", str(tmp_path / "x.fvt")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 1 and r.stderr.startswith("error: ") and "Traceback" not in r.stderr, r.stderr
-    r = subprocess.run(cli + ["encode", "--store", str(tmp_path / "st"), str(tmp_path / "imgs"), "--preset", "fast"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        cli + ["encode", "--store", str(tmp_path / "st"), str(tmp_path / "imgs"), "--preset", "fast"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert "Traceback" not in r.stderr, r.stderr
     from foveate.store import TextureStore
 
@@ -397,8 +409,11 @@ def _png_header_only(width: int, height: int) -> bytes:
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", b"\xde\xad\xbe\xef"))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", b"\xde\xad\xbe\xef")
+    )
 
 
 def test_budget_checked_from_the_image_size_before_decoding(tmp_path):
@@ -439,8 +454,9 @@ def _alive(pid: int) -> bool:
 def test_process_workers_exit_when_their_server_dies_without_a_shutdown(tmp_path):
     log = tmp_path / "parent.log"
     with open(log, "w") as f:  # a file, not a pipe: an orphaned worker would hold a pipe open
-        rc = subprocess.run([sys.executable, "-c", _ORPHAN_PARENT], stdout=f, stderr=subprocess.STDOUT,
-                            timeout=180).returncode
+        rc = subprocess.run(
+            [sys.executable, "-c", _ORPHAN_PARENT], stdout=f, stderr=subprocess.STDOUT, timeout=180
+        ).returncode
     assert rc == 0, log.read_text()
     worker = int(log.read_text().split()[-1])
     deadline = time.monotonic() + 15

@@ -18,9 +18,9 @@ import pytest
 from PIL import Image
 
 import foveate
-from foveate.service.guard import MAX_REQUEST_HEAD
-from foveate.render import plan_crops, render_mosaic
 from foveate.bench.service import sample_images, select_load, upload_all
+from foveate.render import plan_crops, render_mosaic
+from foveate.service.guard import MAX_REQUEST_HEAD
 from foveate.service.process import ServerProcess
 from foveate.store import TextureStore
 
@@ -107,16 +107,24 @@ def test_concurrent_uploads_of_one_image_encode_it_once(server):
 def test_select_matches_the_library(server, photo_id, photo):
     tex = foveate.encode(photo, preset="fast", device="cpu")
     assert tex.id == photo_id
-    for body in ({"points": [[250, 180]], "budget": 100},
-                 {"boxes": [[100, 50, 300, 260]], "mode": "topk", "budget": 64, "gist": False},
-                 {"text": "the face", "budget": 273, "explain": True},
-                 {}):
+    for body in (
+        {"points": [[250, 180]], "budget": 100},
+        {"boxes": [[100, 50, 300, 260]], "mode": "topk", "budget": 64, "gist": False},
+        {"text": "the face", "budget": 273, "explain": True},
+        {},
+    ):
         r = httpx.post(f"{server.url}/v1/textures/{photo_id}/select", json=body, timeout=60)
         assert r.status_code == 200, r.text
         doc = r.json()
         query = {k: body[k] for k in ("text", "points", "boxes") if k in body}
-        want = foveate.select(tex, query, body.get("budget"), mode=body.get("mode"), gist=body.get("gist", True),
-                              explain=body.get("explain", False)).to_dict()
+        want = foveate.select(
+            tex,
+            query,
+            body.get("budget"),
+            mode=body.get("mode"),
+            gist=body.get("gist", True),
+            explain=body.get("explain", False),
+        ).to_dict()
         for key in ("texture_id", "image", "budget", "mode", "num_tokens", "level_counts", "query", "notes"):
             assert doc[key] == want[key], key
         assert [t["box"] for t in doc["tokens"]] == [t["box"] for t in want["tokens"]]
@@ -164,8 +172,9 @@ def test_prompt_matches_the_library(server, photo_id, photo):
     sel = foveate.select(tex, {"text": "What is on the table?", "points": [(250, 180)]}, 150)
     base = f"{server.url}/v1/textures/{photo_id}/prompt"
     for rule in ("openai", "anthropic", "gemini", "qwen2-vl"):
-        r = httpx.post(base, json={"text": "What is on the table?", "points": [[250, 180]], "budget": 150,
-                                   "vlm": rule}, timeout=60)
+        r = httpx.post(
+            base, json={"text": "What is on the table?", "points": [[250, 180]], "budget": 150, "vlm": rule}, timeout=60
+        )
         assert r.status_code == 200, r.text
         doc = r.json()
         local = build_request(tex.image, sel, rule, "What is on the table?", inputs=False)
@@ -202,31 +211,39 @@ def test_texture_cache_is_bounded_lru():
 # -- bad requests: a status and a detail that says what to do ----------------------------------------------------
 
 
-@pytest.mark.parametrize("method,path,kwargs,status,needle", [
-    ("post", "/v1/textures", {"content": b""}, 400, "empty"),
-    ("post", "/v1/textures", {"content": b"GIF89a not really"}, 400, "not a readable image"),
-    ("post", "/v1/textures", {"json": {"url": "http://example.com/a.png"}}, 415, "does not fetch URLs"),
-    ("post", "/v1/textures", {"files": {"other": ("a.txt", b"x")}}, 415, "named 'file'"),
-    ("post", "/v1/textures", {"content": b"\0" * (5 << 20)}, 413, "--max-upload-mb"),
-    ("post", "/v1/textures", {"content": "BIG"}, 422, "above the limit"),
-    ("get", "/v1/textures/0123456789abcdef0123456789abcdef-0123456789abcdef", {}, 404, "upload the image"),
-    ("get", "/v1/textures/not-an-id", {}, 422, "tid"),
-    ("post", "/v1/textures/{id}/select", {"json": {"budget": 0}}, 422, "budget"),
-    ("post", "/v1/textures/{id}/select", {"json": {"budget": 2, "mode": "quadtree"}}, 422, "raise the budget"),
-    ("post", "/v1/textures/{id}/select", {"json": {"points": [[5000, 1]]}}, 422, "outside"),
-    ("post", "/v1/textures/{id}/select", {"json": {"boxes": [[10, 10, 5, 5]]}}, 422, "empty"),
-    ("post", "/v1/textures/{id}/select", {"json": {"mode": "spiral"}}, 422, "mode"),
-    ("post", "/v1/textures/{id}/select", {"json": {"colour": "red"}}, 422, "colour"),
-    ("post", "/v1/textures/{id}/select", {"content": b"{not json", "headers": {"content-type": "application/json"}},
-     422, "invalid request"),
-    ("get", "/v1/textures/{id}/overlay.png", {"params": {"point": "1,2,3"}}, 422, "point must be 2 numbers"),
-    ("get", "/v1/textures/{id}/crops", {"params": {"max_crops": 0}}, 422, "max_crops"),
-    ("get", "/v1/textures/{id}/crops", {"params": {"vlm": "patch:0"}}, 422, "patch:P"),
-    ("post", "/v1/textures/{id}/prompt", {"json": {"text": "total", "format": "gif"}}, 422, "format"),
-    ("post", "/v1/textures/{id}/prompt", {"json": {"budget": 20}}, 422, "text"),
-    ("get", "/nowhere", {}, 404, "/docs"),
-    ("put", "/v1/textures", {}, 405, "not allowed"),
-])
+@pytest.mark.parametrize(
+    "method,path,kwargs,status,needle",
+    [
+        ("post", "/v1/textures", {"content": b""}, 400, "empty"),
+        ("post", "/v1/textures", {"content": b"GIF89a not really"}, 400, "not a readable image"),
+        ("post", "/v1/textures", {"json": {"url": "http://example.com/a.png"}}, 415, "does not fetch URLs"),
+        ("post", "/v1/textures", {"files": {"other": ("a.txt", b"x")}}, 415, "named 'file'"),
+        ("post", "/v1/textures", {"content": b"\0" * (5 << 20)}, 413, "--max-upload-mb"),
+        ("post", "/v1/textures", {"content": "BIG"}, 422, "above the limit"),
+        ("get", "/v1/textures/0123456789abcdef0123456789abcdef-0123456789abcdef", {}, 404, "upload the image"),
+        ("get", "/v1/textures/not-an-id", {}, 422, "tid"),
+        ("post", "/v1/textures/{id}/select", {"json": {"budget": 0}}, 422, "budget"),
+        ("post", "/v1/textures/{id}/select", {"json": {"budget": 2, "mode": "quadtree"}}, 422, "raise the budget"),
+        ("post", "/v1/textures/{id}/select", {"json": {"points": [[5000, 1]]}}, 422, "outside"),
+        ("post", "/v1/textures/{id}/select", {"json": {"boxes": [[10, 10, 5, 5]]}}, 422, "empty"),
+        ("post", "/v1/textures/{id}/select", {"json": {"mode": "spiral"}}, 422, "mode"),
+        ("post", "/v1/textures/{id}/select", {"json": {"colour": "red"}}, 422, "colour"),
+        (
+            "post",
+            "/v1/textures/{id}/select",
+            {"content": b"{not json", "headers": {"content-type": "application/json"}},
+            422,
+            "invalid request",
+        ),
+        ("get", "/v1/textures/{id}/overlay.png", {"params": {"point": "1,2,3"}}, 422, "point must be 2 numbers"),
+        ("get", "/v1/textures/{id}/crops", {"params": {"max_crops": 0}}, 422, "max_crops"),
+        ("get", "/v1/textures/{id}/crops", {"params": {"vlm": "patch:0"}}, 422, "patch:P"),
+        ("post", "/v1/textures/{id}/prompt", {"json": {"text": "total", "format": "gif"}}, 422, "format"),
+        ("post", "/v1/textures/{id}/prompt", {"json": {"budget": 20}}, 422, "text"),
+        ("get", "/nowhere", {}, 404, "/docs"),
+        ("put", "/v1/textures", {}, 405, "not allowed"),
+    ],
+)
 def test_bad_requests(server, photo_id, method, path, kwargs, status, needle):
     if kwargs.get("content") == "BIG":  # 2200 x 2000 = 4.4 M pixels > the server's 4 M (a small PNG)
         kwargs = {"content": png(np.full((2000, 2200, 3), 200, np.uint8))}
@@ -287,14 +304,21 @@ def test_fuzz_no_server_errors(server, photo_id):
             # uvicorn refuses a request head over the server's limit (64 KiB) before routing and closes the
             # connection while the client still sends: allowed; anything smaller must get an answer
             kw = case.as_transport_kwargs(base_url=server.url)
-            prepared = requests.Request(kw["method"], kw["url"], params=kw.get("params"),
-                                        headers=kw.get("headers")).prepare()
+            prepared = requests.Request(
+                kw["method"], kw["url"], params=kw.get("params"), headers=kw.get("headers")
+            ).prepare()
             head = len(prepared.url) + sum(len(k) + len(str(v)) + 4 for k, v in prepared.headers.items())
             assert head > MAX_REQUEST_HEAD, (case.method, case.path, head)
             assert httpx.get(server.url + "/healthz").status_code == 200
             return
-        assert r.status_code < 500, (case.method, case.path, case.path_parameters, case.query, r.status_code,
-                                     r.text[:300])
+        assert r.status_code < 500, (
+            case.method,
+            case.path,
+            case.path_parameters,
+            case.query,
+            r.status_code,
+            r.text[:300],
+        )
         if r.status_code >= 400:
             assert isinstance(r.json()["detail"], str), r.text[:300]
 
@@ -302,8 +326,9 @@ def test_fuzz_no_server_errors(server, photo_id):
     assert len(operations) == 11
     for op in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
-            run = settings(max_examples=25, deadline=None, database=None, derandomize=True,
-                           suppress_health_check=list(HealthCheck))(given(case=op.as_strategy(mode))(check))
+            run = settings(
+                max_examples=25, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck)
+            )(given(case=op.as_strategy(mode))(check))
             try:
                 run()
             except Unsatisfiable:  # negative mode for an operation with no input to get wrong (/healthz)
@@ -325,8 +350,10 @@ def test_api_key(tmp_path):
         assert httpx.post(srv.url + "/v1/textures", content=png(random_image(32, 32)), headers={}).status_code == 401
         r = httpx.post(srv.url + "/v1/textures", content=png(random_image(32, 32)), headers=auth, timeout=60)
         assert r.status_code == 201
-        assert httpx.post(f"{srv.url}/v1/textures/{r.json()['id']}/select", json={"budget": 20},
-                          headers=auth).status_code == 200
+        assert (
+            httpx.post(f"{srv.url}/v1/textures/{r.json()['id']}/select", json={"budget": 20}, headers=auth).status_code
+            == 200
+        )
 
 
 def test_settings_from_env_and_flags(tmp_path):
@@ -340,8 +367,14 @@ def test_settings_from_env_and_flags(tmp_path):
         ServiceSettings.from_env({"FOVEATE_WORKERS": "many"})
     with pytest.raises(ConfigError, match="pool"):
         ServiceSettings(pool="fibers")
-    for host, ok in (("127.0.0.1", True), ("::1", True), ("localhost", True), ("0.0.0.0", False),
-                     ("192.168.1.5", False), ("example.com", False)):
+    for host, ok in (
+        ("127.0.0.1", True),
+        ("::1", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("192.168.1.5", False),
+        ("example.com", False),
+    ):
         assert ServiceSettings(host=host).is_loopback is ok
     ServiceSettings(host="0.0.0.0", api_key="k").check_bind()
     ServiceSettings(host="0.0.0.0", allow_public=True).check_bind()
@@ -350,15 +383,20 @@ def test_settings_from_env_and_flags(tmp_path):
 
 
 def test_refuses_public_address_without_auth(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "foveate.cli", "serve", "--host", "0.0.0.0", "--store", str(tmp_path)],
-                       capture_output=True, text=True, timeout=120,
-                       env={k: v for k, v in __import__("os").environ.items() if not k.startswith("FOVEATE_")})
+    r = subprocess.run(
+        [sys.executable, "-m", "foveate.cli", "serve", "--host", "0.0.0.0", "--store", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={k: v for k, v in __import__("os").environ.items() if not k.startswith("FOVEATE_")},
+    )
     assert r.returncode == 1 and "refusing to listen on 0.0.0.0" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_full_queue_answers_503_with_retry_after(tmp_path):
     pics = [png(big_image(1400, s)) for s in range(6)]
     with ServerProcess(tmp_path, args=("--workers", "1", "--queue", "0")) as srv:
+
         async def burst():
             async with httpx.AsyncClient(base_url=srv.url, timeout=120) as c:
                 return await asyncio.gather(*(c.post("/v1/textures", content=p) for p in pics))
@@ -409,6 +447,7 @@ def test_kill_9_during_an_encode_then_restart_default_settings(tmp_path):
             r = httpx.post(srv.url + "/v1/textures", content=data, timeout=120)
             assert r.status_code == 201
             ids.append(r.json()["id"])
+
         def post_big() -> None:
             try:
                 httpx.post(srv.url + "/v1/textures", content=big, timeout=120)

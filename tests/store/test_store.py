@@ -29,8 +29,12 @@ def _tex(seed: int, size: int = 48, preset: str = "fast") -> foveate.Texture:
 
 
 def _same(a: foveate.Texture, b: foveate.Texture) -> bool:
-    return (a.id == b.id and np.array_equal(a.image, b.image) and a.channels == b.channels
-            and all(torch.equal(x, y) for x, y in zip(a.mean + a.max, b.mean + b.max)))
+    return (
+        a.id == b.id
+        and np.array_equal(a.image, b.image)
+        and a.channels == b.channels
+        and all(torch.equal(x, y) for x, y in zip(a.mean + a.max, b.mean + b.max))
+    )
 
 
 def test_round_trip_and_idempotent_put(tmp_path):
@@ -224,8 +228,10 @@ def test_two_processes_write_and_read_the_same_store(tmp_path):
     out = ctx.Queue()
     a = list(range(0, 14))
     b = list(range(8, 22))  # 8..13 written by both: concurrent puts of the same key
-    procs = [ctx.Process(target=_worker, args=(str(tmp_path), a, b, out)),
-             ctx.Process(target=_worker, args=(str(tmp_path), b, a, out))]
+    procs = [
+        ctx.Process(target=_worker, args=(str(tmp_path), a, b, out)),
+        ctx.Process(target=_worker, args=(str(tmp_path), b, a, out)),
+    ]
     for p in procs:
         p.start()
     results = [out.get(timeout=300) for _ in procs]
@@ -260,8 +266,9 @@ def test_killed_writer_leaves_no_partial_entry(tmp_path):
     """SIGKILL a process in the middle of a run of 1.7 MB puts, three times; every entry left is whole."""
     rng = random.Random(0)
     for run in range(3):
-        p = subprocess.Popen([sys.executable, "-c", _KILL_WRITER, str(tmp_path), "60", str(run)],
-                             stdout=subprocess.PIPE, text=True)
+        p = subprocess.Popen(
+            [sys.executable, "-c", _KILL_WRITER, str(tmp_path), "60", str(run)], stdout=subprocess.PIPE, text=True
+        )
         assert p.stdout.readline().strip() == "ready"
         time.sleep(rng.uniform(0.05, 0.4))
         p.send_signal(signal.SIGKILL)
@@ -296,8 +303,9 @@ def test_encode_into_store_is_resumable(tmp_path):
         assert (first.count("encoded"), first.count("stored"), first.count("failed")) == (3, 0, 1)
         d1 = first.to_dict()  # throughput: encoded images per minute of wall time, and the median encode
         assert d1["encoded_per_min"] == pytest.approx(60.0 * 3 / first.seconds, rel=0.01)
-        assert d1["encode_ms_median"] == pytest.approx(sorted(r.encode_ms for r in first.results
-                                                              if r.status == "encoded")[1], abs=0.1)
+        assert d1["encode_ms_median"] == pytest.approx(
+            sorted(r.encode_ms for r in first.results if r.status == "encoded")[1], abs=0.1
+        )
         second = encode_into_store(st, paths, cfg, workers=2)
         assert second.to_dict()["encoded_per_min"] == 0 and second.to_dict()["encode_ms_median"] is None
         assert (second.count("encoded"), second.count("stored"), second.count("failed")) == (0, 3, 1)

@@ -18,5 +18,8 @@ class FlatRule(VlmRule):
     def price(self, w, h, option=None):
         w, h = np.asarray(w, np.float64), np.asarray(h, np.float64)
         s = np.minimum(1.0, 448.0 / np.maximum(w, h))
-        return (np.full(w.shape, 100, np.int64), np.maximum(1, np.floor(w * s)).astype(np.int64),
-                np.maximum(1, np.floor(h * s)).astype(np.int64))
+        return (
+            np.full(w.shape, 100, np.int64),
+            np.maximum(1, np.floor(w * s)).astype(np.int64),
+            np.maximum(1, np.floor(h * s)).astype(np.int64),
+        )

@@ -11,12 +11,18 @@ from foveate.selection.floor import FLOOR_FEATURES, floor_margin
 from foveate.train.floor import GATE_GRID, choose_gate, fit_gate, gate_data, gated_hits
 
 
-def _rec(set_name: str, image: str, f_hit: bool, u_hit: bool, f_leg: float = 0.0, u_leg: float = 0.0,
-         **features: float) -> dict:
+def _rec(
+    set_name: str, image: str, f_hit: bool, u_hit: bool, f_leg: float = 0.0, u_leg: float = 0.0, **features: float
+) -> dict:
     feats = {k: 0.0 for k in FLOOR_FEATURES}
     feats.update(bias=1.0, **features)
-    return {"set": set_name, "image": image, "budget": 64, "features": feats,
-            "methods": {"learned": (f_hit, f_leg, "quadtree"), "uniform": (u_hit, u_leg, "uniform")}}
+    return {
+        "set": set_name,
+        "image": image,
+        "budget": 64,
+        "features": feats,
+        "methods": {"learned": (f_hit, f_leg, "quadtree"), "uniform": (u_hit, u_leg, "uniform")},
+    }
 
 
 def _corpus(n: int = 40, seed: int = 0) -> list[dict]:
@@ -70,8 +76,9 @@ def test_choose_gate_picks_a_setting_that_loses_nothing_held_out():
     recs = _corpus()
     weights, report = choose_gate(recs, "learned", folds=4)
     assert len(report["grid"]) == len(GATE_GRID)
-    chosen = next(s for s in report["grid"] if (s["legible"], s["tie"]) == (report["chosen"]["legible"],
-                                                                                report["chosen"]["tie"]))
+    chosen = next(
+        s for s in report["grid"] if (s["legible"], s["tie"]) == (report["chosen"]["legible"], report["chosen"]["tie"])
+    )
     assert chosen["below_uniform"] == min(s["below_uniform"] for s in report["grid"])
     assert chosen["below_uniform"] == 0  # the corpus is separable by has_lines: some setting loses nothing
     assert set(weights) == set(FLOOR_FEATURES)

@@ -11,7 +11,9 @@ import pytest
 from PIL import Image, ImageDraw
 
 from foveate.synth import KINDS, make_dataset
-from foveate.synth.documents import GENERATED_MARK, _scanned, form, render
+from foveate.synth.documents import GENERATED_MARK
+from foveate.synth.draw import _scanned, render
+from foveate.synth.forms import form
 from foveate.synth.vocab import font
 
 
@@ -72,8 +74,13 @@ def test_a_form_tables_column_is_asked_by_its_header():
                 continue
             seen += 1
             header = next(it for it in doc.items if it.text == label and not (it.role or "").startswith("field|"))
-            row = [it for it in doc.items if abs(it.box[1] - header.box[1]) < 3 and it.font == header.font
-                   and not (it.role or "").startswith("field|")]
+            row = [
+                it
+                for it in doc.items
+                if abs(it.box[1] - header.box[1]) < 3
+                and it.font == header.font
+                and not (it.role or "").startswith("field|")
+            ]
             for c in its:
                 assert c.box[1] > header.box[3]
                 centre = (c.box[0] + c.box[2]) / 2

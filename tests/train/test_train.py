@@ -20,8 +20,9 @@ from foveate.weights import Weights
 def tiny_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("train")
     data = make_dataset(root / "receipts", 14, kinds=("receipt",), seed=7)
-    cfg = TrainConfig((str(data),), root / "w.safetensors", cache=root / "cache", seed=0, budgets=(64, 144),
-                      epochs=6, workers=2)
+    cfg = TrainConfig(
+        (str(data),), root / "w.safetensors", cache=root / "cache", seed=0, budgets=(64, 144), epochs=6, workers=2
+    )
     return cfg, train(cfg, log=lambda m: None)
 
 
@@ -57,7 +58,8 @@ def test_the_weights_file_records_how_it_was_made(tiny_run):
     rate = float(np.clip(ext["positive"], 1e-7, 1 - 1e-7))
     assert len(labels) and labels.any()
     assert -np.mean(labels * np.log(q) + (1 - labels) * np.log(1 - q)) < -np.mean(
-        labels * np.log(rate) + (1 - labels) * np.log(1 - rate))
+        labels * np.log(rate) + (1 - labels) * np.log(1 - rate)
+    )
     # the split is by image: every question of an image is on one side
     lines = [json.loads(x) for x in (cfg.output.parent / "receipts" / "queries.jsonl").read_text().splitlines()]
     images = {x["image"] for x in lines}
@@ -69,9 +71,19 @@ def test_the_weights_file_records_how_it_was_made(tiny_run):
 def test_training_is_deterministic_for_a_seed(tiny_run, tmp_path):
     """... and does not depend on the number of worker processes (the tiny run forks 2, this one runs in one)."""
     cfg, res = tiny_run
-    again = train(TrainConfig(cfg.sources, tmp_path / "again.safetensors", cache=cfg.cache, seed=0,
-                              budgets=cfg.budgets, epochs=cfg.epochs, evaluate_test=False, workers=1),
-                  log=lambda m: None)
+    again = train(
+        TrainConfig(
+            cfg.sources,
+            tmp_path / "again.safetensors",
+            cache=cfg.cache,
+            seed=0,
+            budgets=cfg.budgets,
+            epochs=cfg.epochs,
+            evaluate_test=False,
+            workers=1,
+        ),
+        log=lambda m: None,
+    )
     a, b = res.weights, again.weights
     assert a.channel == b.channel and a.query == b.query and a.floor == b.floor
     assert a.text.sharpness == b.text.sharpness and a.text.fill == b.text.fill and a.level_prior == b.level_prior
@@ -117,12 +129,13 @@ def test_several_rankers_are_averaged(tiny_run, tmp_path):
     from foveate.train.ranker import fit_rankers
 
     cfg, _ = tiny_run
-    pages, _ = load_pages(resolve_sources(list(cfg.sources), cfg.cache, 0), cfg.cache, EncodeConfig(preset=cfg.preset), 0)
+    pages, _ = load_pages(
+        resolve_sources(list(cfg.sources), cfg.cache, 0), cfg.cache, EncodeConfig(preset=cfg.preset), 0
+    )
     ens, report = fit_rankers(by_split(pages, "train"), seed=0, members=2, max_epochs=2, log=lambda *_: None)
     assert isinstance(ens, RankerEnsemble) and [m["seed"] for m in report["members"]] == [0, 1]
     a, b = (m.state_dict() for m in ens.members)
     assert not np.array_equal(a["layer.weight"].numpy(), b["layer.weight"].numpy())
-    import dataclasses
 
     w = Weights.load(cfg.output).replace(text_ranker=ens)
     back = Weights.load(w.save(tmp_path / "two.safetensors"))
@@ -134,7 +147,6 @@ def test_the_text_term_is_judged_on_maps_of_a_ranker_that_never_saw_the_page(tin
     """The text term's constants are chosen on training pages, each painted by the cross-fitting ranker of the
     *other* half (:func:`cross_fit_records`): the same records, page by page, as scoring each half with that ranker
     by hand -- and not those of the final ranker, which trained on every one of them."""
-    import dataclasses
 
     import torch
 
@@ -142,21 +154,23 @@ def test_the_text_term_is_judged_on_maps_of_a_ranker_that_never_saw_the_page(tin
     from foveate.query.text.ranker import AnswerRanker
     from foveate.train.data import by_split, load_pages
     from foveate.train.evaluate import records
-    from foveate.train.run import _cross_fit_halves, cross_fit_records
+    from foveate.train.text_term import _cross_fit_halves, cross_fit_records
 
     cfg, res = tiny_run
     assert res.report["scorer"]["text_term_search"]["cross_fitted"] is True
     pages, _ = load_pages(resolve_sources(list(cfg.sources), cfg.cache, 0), cfg.cache, EncodeConfig(), 0)
     train_p = by_split(pages, "train")
     torch.manual_seed(3)
-    rankers = [res.weights.text.ranker, AnswerRanker().eval()]  # the learned one for half 0, an untrained one for half 1
+    rankers = [
+        res.weights.text.ranker,
+        AnswerRanker().eval(),
+    ]  # the learned one for half 0, an untrained one for half 1
     named = {"w": res.weights}
     kw = dict(floor="off", prompts=False)
     got = cross_fit_records(train_p, named, (64,), train_p, rankers, 0, **kw)
     want = []
     for half, ranker in zip(_cross_fit_halves(len(train_p), 0), rankers):
-        want += records([train_p[i] for i in half], {"w": res.weights.replace(text_ranker=ranker)},
-                        (64,), **kw)
+        want += records([train_p[i] for i in half], {"w": res.weights.replace(text_ranker=ranker)}, (64,), **kw)
     key = lambda r: json.dumps(r, sort_keys=True, default=str)  # noqa: E731
     assert sorted(map(key, got)) == sorted(map(key, want)) and len(got) == len(want) > 0
     assert sorted(map(key, got)) != sorted(map(key, records(train_p, named, (64,), **kw)))  # not the final ranker's
@@ -174,7 +188,9 @@ def test_the_ranker_runs_every_epoch_and_keeps_the_best_held_out_one(tiny_run):
     from foveate.train.ranker import _tensors, build_groups, fit_ranker, held_out_pages, mean_loss
 
     cfg, _ = tiny_run
-    pages, _ = load_pages(resolve_sources(list(cfg.sources), cfg.cache, 0), cfg.cache, EncodeConfig(preset=cfg.preset), 0)
+    pages, _ = load_pages(
+        resolve_sources(list(cfg.sources), cfg.cache, 0), cfg.cache, EncodeConfig(preset=cfg.preset), 0
+    )
     train_pages = by_split(pages, "train")
     ranker, report = fit_ranker(train_pages, seed=0, max_epochs=4, log=lambda *_: None)
     losses = [h["held_out_loss"] for h in report["history"]]
@@ -190,18 +206,30 @@ def test_from_keeps_the_ranker_and_scorer_and_refits_the_text_term(tiny_run, tmp
     """``--from``: the file's ranker, channel weights and level prior stay; the text term's constants and the gate
     are fitted again (and recorded); a file made from other sources or another seed is refused."""
     from foveate.core.errors import WeightsError
-    from foveate.train.run import TEXT_FILLS, TEXT_SHARPNESS, TEXT_WEIGHTS
+    from foveate.train.text_term import TEXT_FILLS, TEXT_SHARPNESS, TEXT_WEIGHTS
 
     cfg, res = tiny_run
-    again = train(TrainConfig(cfg.sources, tmp_path / "refit.safetensors", cache=cfg.cache, seed=0,
-                              budgets=cfg.budgets, evaluate_test=False, start=str(res.path)), log=lambda m: None)
+    again = train(
+        TrainConfig(
+            cfg.sources,
+            tmp_path / "refit.safetensors",
+            cache=cfg.cache,
+            seed=0,
+            budgets=cfg.budgets,
+            evaluate_test=False,
+            start=str(res.path),
+        ),
+        log=lambda m: None,
+    )
     a, b = res.weights, again.weights
     sa, sb = a.text.ranker.state_dict(), b.text.ranker.state_dict()
     assert all(np.array_equal(sa[k].numpy(), sb[k].numpy()) for k in sa)
     assert a.channel.keys() == b.channel.keys() and b.floor is not None  # the file holds float32
     assert all(b.channel[k] == pytest.approx(v, rel=1e-6) for k, v in a.channel.items())
     assert b.level_prior == pytest.approx(a.level_prior, rel=1e-6)
-    assert b.text.extent is not None and again.report["extent"] == json.loads(json.dumps(res.report["extent"]))  # refitted alike
+    assert b.text.extent is not None and again.report["extent"] == json.loads(
+        json.dumps(res.report["extent"])
+    )  # refitted alike
     search = again.report["scorer"]["text_term_search"]
     assert search["cross_fitted"] is False  # the file kept has no cross-fitting rankers: its own ranker paints
     assert len(search["tried"]) == len(TEXT_WEIGHTS) * len(TEXT_SHARPNESS) + len(TEXT_FILLS)
@@ -210,8 +238,28 @@ def test_from_keeps_the_ranker_and_scorer_and_refits_the_text_term(tiny_run, tmp
     assert again.report["scorer"]["refit_from"]["weights"] == res.path.name
     assert again.report["ranker"] == json.loads(json.dumps(res.report["ranker"]))  # the kept ranker's own record
     with pytest.raises(WeightsError, match="seed"):
-        train(TrainConfig(cfg.sources, tmp_path / "x.safetensors", cache=cfg.cache, seed=1, budgets=cfg.budgets,
-                          evaluate_test=False, start=str(res.path)), log=lambda m: None)
+        train(
+            TrainConfig(
+                cfg.sources,
+                tmp_path / "x.safetensors",
+                cache=cfg.cache,
+                seed=1,
+                budgets=cfg.budgets,
+                evaluate_test=False,
+                start=str(res.path),
+            ),
+            log=lambda m: None,
+        )
     with pytest.raises(WeightsError, match="no answer ranker"):
-        train(TrainConfig(cfg.sources, tmp_path / "x.safetensors", cache=cfg.cache, seed=0, budgets=cfg.budgets,
-                          evaluate_test=False, start="handset"), log=lambda m: None)
+        train(
+            TrainConfig(
+                cfg.sources,
+                tmp_path / "x.safetensors",
+                cache=cfg.cache,
+                seed=0,
+                budgets=cfg.budgets,
+                evaluate_test=False,
+                start="handset",
+            ),
+            log=lambda m: None,
+        )

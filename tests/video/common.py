@@ -98,11 +98,18 @@ def smooth_scene(n: int, step: int, h: int = 256, w: int = 384) -> list[np.ndarr
     """A patterned 64x64 object moving ``step`` px right per frame over a smooth background (structure at several
     scales, as in real video: optical flow can follow it)."""
     rng = np.random.default_rng(5)
-    bg = cv2.resize(rng.integers(0, 256, (h // 16, w // 16, 3), dtype=np.uint8), (w, h), interpolation=cv2.INTER_NEAREST)
+    bg = cv2.resize(
+        rng.integers(0, 256, (h // 16, w // 16, 3), dtype=np.uint8), (w, h), interpolation=cv2.INTER_NEAREST
+    )
     bg = cv2.GaussianBlur(bg, (0, 0), 3)
     yy, xx = np.mgrid[0:64, 0:64]
-    obj = np.stack([128 + 100 * np.sin(xx / 5.0) * np.cos(yy / 7.0), 60 + 80 * ((xx // 16 + yy // 16) % 2),
-                    200 - 2 * yy], -1).clip(0, 255).astype(np.uint8)
+    obj = (
+        np.stack(
+            [128 + 100 * np.sin(xx / 5.0) * np.cos(yy / 7.0), 60 + 80 * ((xx // 16 + yy // 16) % 2), 200 - 2 * yy], -1
+        )
+        .clip(0, 255)
+        .astype(np.uint8)
+    )
     out = []
     for t in range(n):
         f = bg.copy()
@@ -119,4 +126,3 @@ def write_mp4(path: Path, frames: list[np.ndarray], fps: float = 10.0) -> Path:
         writer.write(cv2.cvtColor(f, cv2.COLOR_RGB2BGR))
     writer.release()
     return path
-

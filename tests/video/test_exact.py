@@ -40,7 +40,7 @@ def test_the_invariant_holds_for_any_threshold():
     pred = VideoPredictor(preset="full", device="cpu")
     state = pred.init_state(change_threshold=5.0, keyframe_interval=6, update="exact")
     held = 0
-    for i, f in enumerate(frames):
+    for f in frames:
         noisy = np.clip(f.astype(np.int16) + rng.integers(-2, 3, f.shape), 0, 255).astype(np.uint8)
         stats = pred.add_frame(state, noisy)
         assert_same_texture(state)  # the texture is the encode of the reference, whatever the threshold
@@ -118,4 +118,3 @@ def test_incremental_and_scratch_sessions_give_the_same_selection():
         q = {"boxes": [(10, 40, 120, 100)]} if i == 0 else None
         a, b = pred.select(inc, q, 100), pred.select(scratch, q, 100)
         assert np.array_equal(a.levels, b.levels) and np.array_equal(a.rows, b.rows) and np.array_equal(a.cols, b.cols)
-

@@ -37,15 +37,17 @@ def test_a_corrupt_frame_mid_stream_is_skipped_with_a_warning(tmp_path):
     assert reader.skipped == ["frame2.png"]
 
 
-@pytest.mark.parametrize("make,needle", [
-    (lambda p: p / "missing", "no such file or folder"),
-    (lambda p: (p / "empty").mkdir() or p / "empty", "no image frames"),
-    (lambda p: (p / "notes.txt").write_text("hello") and p / "notes.txt", "not a readable video"),
-    (lambda p: (p / "fake.mp4").write_bytes(b"\x00" * 512) and p / "fake.mp4", "not a readable video"),
-    (lambda p: (p / "zero.mp4").write_bytes(b"") or p / "zero.mp4", "empty"),
-    (lambda p: cv2.imwrite(str(p / "one.png"), np.zeros((8, 8, 3), np.uint8)) and p / "one.png", "single image"),
-])
+@pytest.mark.parametrize(
+    "make,needle",
+    [
+        (lambda p: p / "missing", "no such file or folder"),
+        (lambda p: (p / "empty").mkdir() or p / "empty", "no image frames"),
+        (lambda p: (p / "notes.txt").write_text("hello") and p / "notes.txt", "not a readable video"),
+        (lambda p: (p / "fake.mp4").write_bytes(b"\x00" * 512) and p / "fake.mp4", "not a readable video"),
+        (lambda p: (p / "zero.mp4").write_bytes(b"") or p / "zero.mp4", "empty"),
+        (lambda p: cv2.imwrite(str(p / "one.png"), np.zeros((8, 8, 3), np.uint8)) and p / "one.png", "single image"),
+    ],
+)
 def test_bad_sources_are_clear_errors(tmp_path, make, needle):
     with pytest.raises(VideoError, match=needle):
         FrameReader(make(tmp_path))
-

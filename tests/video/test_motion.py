@@ -81,4 +81,3 @@ def test_motion_compensation_reencodes_what_the_camera_does_not_explain():
     for box in (now, then_):
         assert torch.allclose(roomy.texture.mean[0][box + (r,)].float(), truth.mean[0][box + (r,)].float(), atol=0.03)
     assert 0 < st.reencoded_share < 0.6
-

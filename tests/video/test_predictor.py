@@ -58,7 +58,7 @@ def test_fixations_are_a_decayed_sum_over_the_memory():
         expect = sum(0.5**j for j in range(min(t, 4))) / norm
         assert state.temporal[2, 3, 2] == pytest.approx(expect, abs=1e-6)  # tile (2, 3) chosen on every frame
         pred.select(state, {"points": [(56, 40)]}, 3, mode="topk", gist=False)
-    for t in range(3):  # look elsewhere: the history fades
+    for _ in range(3):  # look elsewhere: the history fades
         pred.add_frame(state, frame)
         pred.select(state, {"points": [(300, 200)]}, 3, mode="topk", gist=False)
     assert state.temporal[2, 3, 2] == pytest.approx((0.5**2 + 0.5**3) / norm, abs=1e-6)
@@ -72,7 +72,7 @@ def test_memory_is_bounded_fifo_plus_keyframes():
         stats = pred.add_frame(state, f)
         assert stats.keyframe == (i % 5 == 0)
         recent = list(range(max(0, i - 2), i + 1))
-        keys = [k for k in range(0, i + 1, 5)][-2:]
+        keys = list(range(0, i + 1, 5))[-2:]
         assert state.memory_frames == sorted(set(recent + keys))
 
 
@@ -178,8 +178,9 @@ def test_select_before_a_frame_is_a_clear_error():
 
 def test_propagate_prompts_the_first_frame_only():
     pred = VideoPredictor(preset="fast", device="cpu")
-    results = list(pred.propagate(pred.init_state(), moving_box(3), {"text": "box", "boxes": [(40, 100, 104, 164)]},
-                                  50))
+    results = list(
+        pred.propagate(pred.init_state(), moving_box(3), {"text": "box", "boxes": [(40, 100, 104, 164)]}, 50)
+    )
     assert [r.index for r in results] == [0, 1, 2] and results[0].kept_share is None
     assert results[0].selection.query.boxes and not results[1].selection.query.boxes
     assert results[1].selection.query.text == "box"
@@ -208,4 +209,3 @@ def test_video_config_is_validated():
         VideoPredictor().init_state(on_size_change="shrug")
     with pytest.raises(ConfigError, match="unknown option"):
         VideoPredictor(nonsense=1)
-

@@ -10,8 +10,18 @@ from scipy import ndimage
 
 import foveate.video as video_mod
 from foveate.core import ops
-from foveate.video import (cells_to_tiles, cover_tiles, dilate_tiles, fixation_map, move_tiles, plan_crops,
-                           splat_matrix, tile_change, update_mips, warp_tile_maps)
+from foveate.video import (
+    cells_to_tiles,
+    cover_tiles,
+    dilate_tiles,
+    fixation_map,
+    move_tiles,
+    plan_crops,
+    splat_matrix,
+    tile_change,
+    update_mips,
+    warp_tile_maps,
+)
 from foveate.video import tiles as video_tiles
 
 
@@ -154,4 +164,3 @@ def test_splatting_moves_content_and_uncovered_tiles_fade():
     assert both[2, 5] == 0.5 and both[2, 3] == 0.0  # two sources: averaged
     half = warp_tile_maps(splat_matrix(xx + 0.5, yy), [m])[0]  # half a tile: shared by two tiles
     assert half[2, 3] == pytest.approx(0.5) and half[2, 4] == pytest.approx(0.5)
-

@@ -18,8 +18,9 @@ from ..cli.common import run
 
 
 def decode(data: str) -> np.ndarray:
-    return cv2.cvtColor(cv2.imdecode(np.frombuffer(base64.b64decode(data), np.uint8), cv2.IMREAD_COLOR),
-                        cv2.COLOR_BGR2RGB)
+    return cv2.cvtColor(
+        cv2.imdecode(np.frombuffer(base64.b64decode(data), np.uint8), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB
+    )
 
 
 @pytest.fixture(scope="module")
@@ -87,8 +88,19 @@ def test_ledger(page_texture, page_sel):
 
 
 def test_prompt_command(tmp_path):
-    r = run("prompt", "example:photo", "-q", "What is on the table?", "--vlm", "anthropic", "--json", "-o",
-            tmp_path / "p", "--preset", "fast")
+    r = run(
+        "prompt",
+        "example:photo",
+        "-q",
+        "What is on the table?",
+        "--vlm",
+        "anthropic",
+        "--json",
+        "-o",
+        tmp_path / "p",
+        "--preset",
+        "fast",
+    )
     assert r.returncode == 0, r.stderr
     ledger = json.loads(r.stdout)
     assert ledger["rule"] == "anthropic" and ledger["image_size"] == [512, 512]

@@ -59,14 +59,21 @@ def check_plan(plan, rule, grid, scales, image_size, patch, max_pictures=None):
     limit = [v for v in (rule.max_pictures, max_pictures) if v is not None]
     assert not limit or len(plan.pictures) <= min(limit) or plan.fallback
     # promise 2: every token kept at its scale (checked here, independently of the planner's own count)
-    boxes = np.stack([grid[:, 1] * patch, grid[:, 0] * patch, np.minimum(grid[:, 3] * patch, w),
-                      np.minimum(grid[:, 2] * patch, h)], -1)
+    boxes = np.stack(
+        [grid[:, 1] * patch, grid[:, 0] * patch, np.minimum(grid[:, 3] * patch, w), np.minimum(grid[:, 2] * patch, h)],
+        -1,
+    )
     kept = np.zeros(len(scales), bool)
     for p in plan.pictures:
         x0, y0, x1, y1 = p.box
         scale = max((x1 - x0) / p.seen[0], (y1 - y0) / p.seen[1])
-        kept |= ((boxes[:, 0] >= x0) & (boxes[:, 1] >= y0) & (boxes[:, 2] <= x1) & (boxes[:, 3] <= y1)
-                 & (scale <= scales * (1 + 1e-6)))
+        kept |= (
+            (boxes[:, 0] >= x0)
+            & (boxes[:, 1] >= y0)
+            & (boxes[:, 2] <= x1)
+            & (boxes[:, 3] <= y1)
+            & (scale <= scales * (1 + 1e-6))
+        )
     assert plan.kept == int(kept.sum())
     if not plan.fallback:
         assert kept.all()

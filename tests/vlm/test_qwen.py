@@ -6,7 +6,6 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 import torch
 
@@ -17,13 +16,15 @@ from ..conftest import random_image
 
 
 def test_transformers_qwen2vl_imports_without_torchvision():
-    code = ("import sys, importlib.util\n"
-            "from foveate.vlm import get_rule\n"
-            "get_rule('qwen2-vl').tokens(100, 90)\n"
-            "from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VisionTransformerPretrainedModel\n"
-            "from transformers.models.qwen2_vl.configuration_qwen2_vl import Qwen2VLVisionConfig\n"
-            "assert 'torchvision' not in sys.modules\n"
-            "print(importlib.util.find_spec('torchvision') is None)\n")
+    code = (
+        "import sys, importlib.util\n"
+        "from foveate.vlm import get_rule\n"
+        "get_rule('qwen2-vl').tokens(100, 90)\n"
+        "from transformers.models.qwen2_vl.modeling_qwen2_vl import Qwen2VisionTransformerPretrainedModel\n"
+        "from transformers.models.qwen2_vl.configuration_qwen2_vl import Qwen2VLVisionConfig\n"
+        "assert 'torchvision' not in sys.modules\n"
+        "print(importlib.util.find_spec('torchvision') is None)\n"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.strip().endswith("True")  # torchvision is not installed here, and nothing needed it
@@ -57,7 +58,8 @@ def test_tiny_vision_tower_runs_on_a_plans_inputs(page_texture):
     assert [tuple(int(v) for v in g[1:] * 14)[::-1] for g in grid] == [p.seen for p in plan.pictures]
     torch.manual_seed(0)
     tower = Qwen2VisionTransformerPretrainedModel(
-        Qwen2VLVisionConfig(depth=1, embed_dim=32, hidden_size=48, num_heads=2)).eval()
+        Qwen2VLVisionConfig(depth=1, embed_dim=32, hidden_size=48, num_heads=2)
+    ).eval()
     with torch.no_grad():
         out = tower(req.inputs["pixel_values"], grid_thw=grid)
     assert out.pooler_output.shape == (plan.tokens, 48)  # one merged token per billed token

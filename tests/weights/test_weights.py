@@ -29,10 +29,17 @@ def _learned_like() -> Weights:
         extent.linear.weight.normal_(0.0, 0.5)
         extent.mean.normal_()
     w = Weights.handset()
-    return Weights("test", {**w.channel, "saliency": (0.1, 0.7)}, w.need, {**w.query, "text": 12.0}, w.query_need,
-                   level_prior=(0.0, 0.5, 0.25, -0.5, 0.0),
-                   text=TextTerm(ranker, extent.eval(), fill=0.25, height=0.6),
-                   floor=FloorGate({"bias": 0.5, "log_scale": -1.0}), meta={"note": "test"})
+    return Weights(
+        "test",
+        {**w.channel, "saliency": (0.1, 0.7)},
+        w.need,
+        {**w.query, "text": 12.0},
+        w.query_need,
+        level_prior=(0.0, 0.5, 0.25, -0.5, 0.0),
+        text=TextTerm(ranker, extent.eval(), fill=0.25, height=0.6),
+        floor=FloorGate({"bias": 0.5, "log_scale": -1.0}),
+        meta={"note": "test"},
+    )
 
 
 def test_round_trip_gives_the_same_selections(tmp_path, page_texture):
@@ -54,7 +61,6 @@ def test_round_trip_gives_the_same_selections(tmp_path, page_texture):
 
 
 def test_an_ensemble_of_rankers_round_trips(tmp_path, page_texture):
-    import dataclasses
 
     from foveate.query.text.layout import text_index
     from foveate.query.text.ranker import AnswerRanker, RankerEnsemble
@@ -77,7 +83,6 @@ def test_an_ensemble_of_rankers_round_trips(tmp_path, page_texture):
 def test_a_file_without_a_fill_paints_as_before(tmp_path, page_texture):
     """Files written before the fill existed name none: they load with TEXT_FILL (0), every touched tile at full value
     (and without a text height, with TEXT_HEIGHT; without an extent model, painting the lines alone)."""
-    import dataclasses
 
     from safetensors.torch import save_file
 
@@ -91,8 +96,9 @@ def test_a_file_without_a_fill_paints_as_before(tmp_path, page_texture):
     assert old.text.fill == TEXT_FILL == 0.0 and old.text.height == TEXT_HEIGHT and old.text.extent is None
     zero = _learned_like().replace(text_fill=0.0, text_extent=None)
     q = "What is the total due?"
-    np.testing.assert_array_equal(select(page_texture, q, 144, weights=old).boxes,
-                                  select(page_texture, q, 144, weights=zero).boxes)
+    np.testing.assert_array_equal(
+        select(page_texture, q, 144, weights=old).boxes, select(page_texture, q, 144, weights=zero).boxes
+    )
 
 
 def test_handset_is_todays_scorer(page_texture):
@@ -121,7 +127,7 @@ def test_bad_files_are_typed_errors(tmp_path):
     good = _learned_like().save(tmp_path / "good.safetensors")
     data = good.read_bytes()
     n = int.from_bytes(data[:8], "little")
-    head = json.loads(data[8:8 + n])
+    head = json.loads(data[8 : 8 + n])
     meta = json.loads(head["__metadata__"]["foveate"])
 
     def rewritten(name: str, change) -> Path:
@@ -131,22 +137,26 @@ def test_bad_files_are_typed_errors(tmp_path):
         blob = json.dumps(h).encode()
         blob += b" " * ((8 - len(blob) % 8) % 8)
         out = tmp_path / name
-        out.write_bytes(len(blob).to_bytes(8, "little") + blob + data[8 + n:])
+        out.write_bytes(len(blob).to_bytes(8, "little") + blob + data[8 + n :])
         return out
 
     with pytest.raises(WeightsError, match="format version"):
         load_weights(rewritten("newer.safetensors", lambda m: m.update(format_version=FORMAT_VERSION + 1)))
     for bad in (-0.5, 1.5, float("nan")):  # a hand-edited fill outside [0, 1]
         with pytest.raises(WeightsError, match="fill"):
-            load_weights(rewritten(f"fill{bad}.safetensors", lambda m: m["text"].update(fill=bad)))
+            load_weights(rewritten(f"fill{bad}.safetensors", lambda m, bad=bad: m["text"].update(fill=bad)))
     for bad in (0.0, -1.0, 5.0, float("nan")):  # a hand-edited print height per OCR box height
         with pytest.raises(WeightsError, match="height"):
-            load_weights(rewritten(f"height{bad}.safetensors", lambda m: m["text"].update(height=bad)))
+            load_weights(rewritten(f"height{bad}.safetensors", lambda m, bad=bad: m["text"].update(height=bad)))
     with pytest.raises(WeightsError, match="columns"):  # an extent model of other features
         load_weights(rewritten("extent.safetensors", lambda m: m["text"]["extent"].update(columns=["a", "b"])))
     with pytest.raises(WeightsError, match="does not compute"):  # a ranker that reads a feature not computed here
-        load_weights(rewritten("ranker.safetensors",
-                               lambda m: m["text"]["ranker"].update(columns=m["text"]["ranker"]["columns"] + ["no such feature"])))
+        load_weights(
+            rewritten(
+                "ranker.safetensors",
+                lambda m: m["text"]["ranker"].update(columns=m["text"]["ranker"]["columns"] + ["no such feature"]),
+            )
+        )
     truncated = tmp_path / "truncated.safetensors"
     truncated.write_bytes(data[: len(data) // 2])
     with pytest.raises(WeightsError):

@@ -13,7 +13,6 @@ which layout wins).  Backs BENCHMARKS.md ("What the extent costs").
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import statistics
 import time
 from pathlib import Path
@@ -60,8 +59,10 @@ def main() -> None:
     lines = len(text_index(tex).lines)
     print(f"bundled page, {lines} OCR lines, 273 tokens, {len(TEXT_QUERIES)} questions; median ms")
     for name in rows:
-        print(f"  {name:12s} warm {statistics.median(warm[name]):6.2f}   new question "
-              f"{statistics.median(new[name]):6.2f}   layouts {layouts[name]}")
+        print(
+            f"  {name:12s} warm {statistics.median(warm[name]):6.2f}   new question "
+            f"{statistics.median(new[name]):6.2f}   layouts {layouts[name]}"
+        )
 
 
 if __name__ == "__main__":

@@ -40,9 +40,9 @@ def blobs(det, bgr: np.ndarray, side: int, threshold: float) -> list[tuple[int, 
 def main() -> None:
     import cv2
 
+    from foveate.channels.text.ocr import clear_ocr_cache, ocr_engine, run_ocr
     from foveate.core.io import load_image
     from foveate.query.text import gate as G
-    from foveate.channels.text.ocr import clear_ocr_cache, ocr_engine, run_ocr
     from foveate.store.ingest import expand_images
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -71,8 +71,10 @@ def main() -> None:
                 missed = sum(len(r[1]) for r, rd in zip(recs, read) if not rd)
                 tf = sum(1 for r, rd in zip(recs, read) if rd and not r[1])
                 mark = "  <- shipped" if (s, t, st) == (G.GATE_SIDE, G.GATE_THRESHOLD, G.GATE_MIN_STEP) else ""
-                print(f"{s:4d}  {t:9.2f}  {st:4d}  {100.0 * (total - missed) / max(total, 1):10.1f} %  "
-                      f"{tf:3d} / {empty}{mark}")
+                print(
+                    f"{s:4d}  {t:9.2f}  {st:4d}  {100.0 * (total - missed) / max(total, 1):10.1f} %  "
+                    f"{tf:3d} / {empty}{mark}"
+                )
     for name, lines, b in recs:
         if lines and not any(step >= G.GATE_MIN_STEP for _, step in b[(G.GATE_SIDE, G.GATE_THRESHOLD)]):
             print(f"missed by the shipped gate: {name}: " + ", ".join(f"{ln.text!r} {ln.box}" for ln in lines))

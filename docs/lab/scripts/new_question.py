@@ -58,8 +58,10 @@ def main() -> None:
             ms["extent"].append(timed(lambda: answer_extent(index, q, p, w.text.extent)))
             boxes, probs, heights = answer_boxes(index, q, w.text.ranker, w.text.extent)
             ms["paint"].append(timed(lambda: answer_map(index, probs, *paint, boxes, heights)))
-    print(f"bundled page, {len(index.lines)} OCR lines, {len(TEXT_QUERIES)} questions x {args.n}, 273 tokens; "
-          f"median ms (MiniLM's pass not included)")
+    print(
+        f"bundled page, {len(index.lines)} OCR lines, {len(TEXT_QUERIES)} questions x {args.n}, 273 tokens; "
+        f"median ms (MiniLM's pass not included)"
+    )
     for name, v in ms.items():
         print(f"  {name:13s} {statistics.median(v):6.3f}")
 

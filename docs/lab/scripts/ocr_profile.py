@@ -30,15 +30,18 @@ VARIANTS = {
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("folder", nargs="?", default=str(Path(__file__).resolve().parents[1].parent / "shared" / "data" /
-                                                      "funsd_forms" / "images"))
+    ap.add_argument(
+        "folder",
+        nargs="?",
+        default=str(Path(__file__).resolve().parents[1].parent / "shared" / "data" / "funsd_forms" / "images"),
+    )
     ap.add_argument("-n", type=int, default=6, help="images read per variant")
     args = ap.parse_args()
 
     from rapidocr import RapidOCR
 
-    from foveate.core.io import load_image
     from foveate.channels.text.ocr import engine_params
+    from foveate.core.io import load_image
 
     paths = sorted(p for p in Path(args.folder).iterdir() if p.suffix.lower() in {".png", ".jpg", ".jpeg"})[: args.n]
     if not paths:
@@ -55,8 +58,10 @@ def main() -> None:
             out = engine(img, return_word_box=words)
             times.append(time.perf_counter() - t0)
         split = ", ".join("-" if s is None else f"{s:.3f}" for s in (getattr(out, "elapse_list", None) or []))
-        print(f"{name:34s} median {statistics.median(times):.3f} s per page ({len(images)} pages); last page: "
-              f"{len(out.txts or ())} lines, det / cls / rec {split} s")
+        print(
+            f"{name:34s} median {statistics.median(times):.3f} s per page ({len(images)} pages); last page: "
+            f"{len(out.txts or ())} lines, det / cls / rec {split} s"
+        )
 
 
 if __name__ == "__main__":

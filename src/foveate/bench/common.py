@@ -20,13 +20,29 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 def machine_info(device: torch.device) -> dict:
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=Path(__file__).parent, timeout=5).stdout.strip() or None
+        commit = (
+            subprocess.run(
+                ["git", "rev-parse", "--short", "HEAD"],
+                capture_output=True,
+                text=True,
+                cwd=Path(__file__).parent,
+                timeout=5,
+            ).stdout.strip()
+            or None
+        )
     except (OSError, subprocess.SubprocessError):
         commit = None
-    return {"cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(), "platform": platform.platform(),
-            "processor": platform.processor() or platform.machine(), "python": platform.python_version(),
-            "torch": torch.__version__, "opencv": cv2.__version__, "device": describe(device), "commit": commit}
+    return {
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "opencv": cv2.__version__,
+        "device": describe(device),
+        "commit": commit,
+    }
 
 
 def write_json(result: dict, json_path: Path | None) -> None:

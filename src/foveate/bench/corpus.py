@@ -24,14 +24,13 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from ..channels.text.ocr import clear_ocr_cache
 from ..core.config import EncodeConfig
 from ..core.device import resolve_device
 from ..core.io import load_image
 from ..core.texture import encode_array
-from ..channels.text.ocr import clear_ocr_cache
 from ..store.ingest import expand_images
 from .common import machine_info, write_json
-
 
 #: missed lines printed under the recall line (the JSON has them all)
 MISSED_SHOWN = 10
@@ -77,8 +76,9 @@ def _answer_boxes(root: Path) -> dict[str, list[list[float]]]:
     return boxes
 
 
-def line_recall(images: list[tuple[str, list[dict], list[dict]]],
-                answers: dict[str, list[list[float]]]) -> dict[str, Any]:
+def line_recall(
+    images: list[tuple[str, list[dict], list[dict]]], answers: dict[str, list[list[float]]]
+) -> dict[str, Any]:
     """How many of the full-page lines the gated encode found, over ``(image, full-page lines, gated lines)``;
     ``answers`` maps a resolved image path to its queries' boxes (:func:`_answer_boxes`).  ``missed`` lists every
     full-page line not found -- image, text, box, confidence, whether it is an answer line -- so a recall below
@@ -93,10 +93,24 @@ def line_recall(images: list[tuple[str, list[dict], list[dict]]],
             if is_answer:
                 a_total, a_found, a_same = a_total + 1, a_found + f, a_same + s
             if not f:
-                missed.append({"image": str(image), "text": ln["text"], "box": list(ln["box"]),
-                               "score": ln.get("score"), "answer": is_answer})
-    return {"lines": total, "found": found, "read_same": same, "answer_lines": a_total, "answer_found": a_found,
-            "answer_read_same": a_same, "missed": missed}
+                missed.append(
+                    {
+                        "image": str(image),
+                        "text": ln["text"],
+                        "box": list(ln["box"]),
+                        "score": ln.get("score"),
+                        "answer": is_answer,
+                    }
+                )
+    return {
+        "lines": total,
+        "found": found,
+        "read_same": same,
+        "answer_lines": a_total,
+        "answer_found": a_found,
+        "answer_read_same": a_same,
+        "missed": missed,
+    }
 
 
 def _stats(ts: list[float]) -> dict[str, float]:
@@ -106,9 +120,16 @@ def _stats(ts: list[float]) -> dict[str, float]:
     return {"median": statistics.median(ts), "p25": q[0], "p75": q[2], "n": len(ts)}
 
 
-def bench_corpus(folder: str | Path, *, modes: tuple[str, ...] = ("auto", "always"), preset: str = "default",
-                 limit: int | None = None, label: str | None = None, console: Console | None = None,
-                 json_path: Path | None = None) -> dict[str, Any]:
+def bench_corpus(
+    folder: str | Path,
+    *,
+    modes: tuple[str, ...] = ("auto", "always"),
+    preset: str = "default",
+    limit: int | None = None,
+    label: str | None = None,
+    console: Console | None = None,
+    json_path: Path | None = None,
+) -> dict[str, Any]:
     """Encode every image of ``folder`` (recursively; the first ``limit`` + 1 in name order) once per OCR mode."""
     console = console or Console()
     root = Path(folder)
@@ -117,7 +138,8 @@ def bench_corpus(folder: str | Path, *, modes: tuple[str, ...] = ("auto", "alway
     if limit is not None:
         paths = paths[: limit + 1]
     answers = _answer_boxes(root)
-    configs = {m: EncodeConfig(preset=preset, options={"ocr": m}) for m in modes}
+    configs = {m: EncodeConfig(preset=preset, options=(("ocr", m),)) for m in modes}
+    cpu = resolve_device("cpu")
     per_image: list[dict] = []
     with console.status(f"encoding {len(paths)} images x {len(modes)} OCR modes ...") as status:
         for i, path in enumerate(paths):
@@ -126,62 +148,111 @@ def bench_corpus(folder: str | Path, *, modes: tuple[str, ...] = ("auto", "alway
             for m in modes:
                 clear_ocr_cache()
                 t0 = time.perf_counter()
-                tex = encode_array(rgb, configs[m], "cpu")
+                tex = encode_array(rgb, configs[m], cpu)
                 ms = (time.perf_counter() - t0) * 1000.0
                 text = tex.extras.get("text", {})
-                rec["modes"][m] = {"encode_ms": ms, "text_ms": tex.timings_ms.get("text", 0.0),
-                                   "lines": text.get("lines", []), "gate": text.get("ocr", {}).get("gate")}
+                rec["modes"][m] = {
+                    "encode_ms": ms,
+                    "text_ms": tex.timings_ms.get("text", 0.0),
+                    "lines": text.get("lines", []),
+                    "gate": text.get("ocr", {}).get("gate"),
+                }
             if i > 0:  # the first image pays the models' load
                 per_image.append(rec)
             status.update(f"encoded {i + 1}/{len(paths)} images x {len(modes)} OCR modes ...")
-    result = {"machine": machine_info(resolve_device("cpu")), "folder": str(root), "label": label,
-              "preset": preset, "modes": list(modes), "images": len(per_image), "summary": {}, "per_image": []}
+    result: dict[str, Any] = {
+        "machine": machine_info(cpu),
+        "folder": str(root),
+        "label": label,
+        "preset": preset,
+        "modes": list(modes),
+        "images": len(per_image),
+        "summary": {},
+        "per_image": [],
+    }
     for m in modes:
-        ms = [r["modes"][m]["encode_ms"] for r in per_image]
-        no_text = [r["modes"][m]["encode_ms"] for r in per_image if not r["modes"]["always"]["lines"]] \
-            if "always" in modes else []
-        s = {"encode_ms": _stats(ms), "encode_ms_no_text": _stats(no_text),
-             "text_ms": _stats([r["modes"][m]["text_ms"] for r in per_image]),
-             "lines": sum(len(r["modes"][m]["lines"]) for r in per_image)}
+        encode_ms = [r["modes"][m]["encode_ms"] for r in per_image]
+        no_text = (
+            [r["modes"][m]["encode_ms"] for r in per_image if not r["modes"]["always"]["lines"]]
+            if "always" in modes
+            else []
+        )
+        s = {
+            "encode_ms": _stats(encode_ms),
+            "encode_ms_no_text": _stats(no_text),
+            "text_ms": _stats([r["modes"][m]["text_ms"] for r in per_image]),
+            "lines": sum(len(r["modes"][m]["lines"]) for r in per_image),
+        }
         gates = [r["modes"][m]["gate"] for r in per_image if r["modes"][m]["gate"]]
         if gates:
             s["detector"] = {k: sum(g["detector"] == k for g in gates) for k in ("none", "full")}
         result["summary"][m] = s
     if "auto" in modes and "always" in modes:
         result["recall"] = line_recall(
-            [(r["image"], r["modes"]["always"]["lines"], r["modes"]["auto"]["lines"]) for r in per_image], answers)
+            [(r["image"], r["modes"]["always"]["lines"], r["modes"]["auto"]["lines"]) for r in per_image], answers
+        )
     for r in per_image:
-        result["per_image"].append({"image": r["image"], "size": r["size"],
-                                    **{m: {"encode_ms": round(v["encode_ms"], 2), "text_ms": round(v["text_ms"], 2),
-                                           "lines": len(v["lines"]), "gate": v["gate"]} for m, v in r["modes"].items()}})
+        result["per_image"].append(
+            {
+                "image": r["image"],
+                "size": r["size"],
+                **{
+                    m: {
+                        "encode_ms": round(v["encode_ms"], 2),
+                        "text_ms": round(v["text_ms"], 2),
+                        "lines": len(v["lines"]),
+                        "gate": v["gate"],
+                    }
+                    for m, v in r["modes"].items()
+                },
+            }
+        )
     _print(console, result)
     write_json(result, json_path)
     return result
 
 
 def _print(console: Console, result: dict) -> None:
-    t = Table(title=f"{result['label'] or result['folder']}: {result['images']} distinct images, preset "
-                    f"{result['preset']}, encode ms per image (median \\[p25-p75])", box=None)
+    t = Table(
+        title=f"{result['label'] or result['folder']}: {result['images']} distinct images, preset "
+        f"{result['preset']}, encode ms per image (median \\[p25-p75])",
+        box=None,
+    )
     for col in ("OCR", "encode", "images without text", "text group", "OCR lines", "gate: no text / read"):
         t.add_column(col, justify="left" if col == "OCR" else "right")
     for m, s in result["summary"].items():
         e, n, x = s["encode_ms"], s["encode_ms_no_text"], s["text_ms"]
         det = s.get("detector")
-        t.add_row(m, f"{e['median']:.0f} \\[{e['p25']:.0f}-{e['p75']:.0f}]",
-                  f"{n['median']:.0f} ({n['n']})" if n["n"] else "-", f"{x['median']:.0f}", str(s["lines"]),
-                  f"{det['none']} / {det['full']}" if det else "-")
+        t.add_row(
+            m,
+            f"{e['median']:.0f} \\[{e['p25']:.0f}-{e['p75']:.0f}]",
+            f"{n['median']:.0f} ({n['n']})" if n["n"] else "-",
+            f"{x['median']:.0f}",
+            str(s["lines"]),
+            f"{det['none']} / {det['full']}" if det else "-",
+        )
     console.print(t)
     r = result.get("recall")
     if r:
         pct = lambda a, b: f"{100.0 * a / b:.1f} %" if b else "-"  # noqa: E731
-        console.print(f"full-page OCR lines found by the gated encode: {r['found']}/{r['lines']} "
-                      f"({pct(r['found'], r['lines'])}), read the same {r['read_same']} ({pct(r['read_same'], r['lines'])})"
-                      + (f"; answer lines (inside a query's box): {r['answer_found']}/{r['answer_lines']} found "
-                         f"({pct(r['answer_found'], r['answer_lines'])}), {r['answer_read_same']} read the same"
-                         if r["answer_lines"] else ""), highlight=False)
+        console.print(
+            f"full-page OCR lines found by the gated encode: {r['found']}/{r['lines']} "
+            f"({pct(r['found'], r['lines'])}), read the same {r['read_same']} ({pct(r['read_same'], r['lines'])})"
+            + (
+                f"; answer lines (inside a query's box): {r['answer_found']}/{r['answer_lines']} found "
+                f"({pct(r['answer_found'], r['answer_lines'])}), {r['answer_read_same']} read the same"
+                if r["answer_lines"]
+                else ""
+            ),
+            highlight=False,
+        )
         for m in r["missed"][:MISSED_SHOWN]:
             score = "" if m["score"] is None else f", confidence {m['score']:.2f}"
-            console.print(f"  missed: {m['text']!r} in {Path(m['image']).name} (box {m['box']}{score}"
-                          f"{', an answer line' if m['answer'] else ''})", highlight=False, markup=False)
+            console.print(
+                f"  missed: {m['text']!r} in {Path(m['image']).name} (box {m['box']}{score}"
+                f"{', an answer line' if m['answer'] else ''})",
+                highlight=False,
+                markup=False,
+            )
         if len(r["missed"]) > MISSED_SHOWN:
             console.print(f"  ... and {len(r['missed']) - MISSED_SHOWN} more (all in the JSON's recall.missed)")

@@ -7,15 +7,15 @@ Medians and interquartile ranges of ``repeats`` runs after one warm-up; the JSON
 library versions and the git commit so figures can be compared across runs.
 """
 
-
 from __future__ import annotations
 
 import json
 import os
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
 import cv2
 import numpy as np
@@ -33,11 +33,22 @@ from .common import EXAMPLES, machine_info
 
 #: Distinct questions for the per-query benchmark (each is embedded once: the first call pays MiniLM).
 TEXT_QUERIES = [
-    "What is the total due?", "When was it signed?", "Who is the invoice billed to?", "What is the invoice number?",
-    "When is the payment due?", "How many mirror mounts were ordered?", "What is the unit price of the lens?",
-    "Which bank account should I pay into?", "What is the late payment interest rate?", "Who signed the invoice?",
-    "What is the billing e-mail address?", "What is the tax rate?", "What is the company's street address?",
-    "How much does the calibration service cost?", "What is the subtotal?", "Attn: who should read this?",
+    "What is the total due?",
+    "When was it signed?",
+    "Who is the invoice billed to?",
+    "What is the invoice number?",
+    "When is the payment due?",
+    "How many mirror mounts were ordered?",
+    "What is the unit price of the lens?",
+    "Which bank account should I pay into?",
+    "What is the late payment interest rate?",
+    "Who signed the invoice?",
+    "What is the billing e-mail address?",
+    "What is the tax rate?",
+    "What is the company's street address?",
+    "How much does the calibration service cost?",
+    "What is the subtotal?",
+    "Attn: who should read this?",
 ]
 
 
@@ -61,8 +72,10 @@ def default_images() -> list[tuple[str, np.ndarray]]:
         out.append((f"{Path(name).stem} 1024x1024", cv2.resize(img, (1024, 1024), interpolation=interp)))
     return out
 
-def bench_image(name: str, img: np.ndarray, presets: list[str], repeats: int, device: torch.device,
-                weights: object = None) -> dict:
+
+def bench_image(
+    name: str, img: np.ndarray, presets: list[str], repeats: int, device: torch.device, weights: object = None
+) -> dict:
     """All measurements for one image (selects with ``weights``: the shipped ones by default)."""
     rec: dict = {"image": name, "size": [int(img.shape[1]), int(img.shape[0])], "presets": {}}
     for preset in presets:
@@ -93,9 +106,9 @@ def bench_image(name: str, img: np.ndarray, presets: list[str], repeats: int, de
         center = {"points": [(img.shape[1] * 0.3, img.shape[0] * 0.4)]}
         for mode in ("quadtree", "topk"):
             p["select_ms"][mode] = {
-                "score+select": timed(lambda: select(tex, center, mode=mode, cut=False, weights=weights), repeats),
-                "score+select+cut": timed(lambda: select(tex, center, mode=mode, cut=True, weights=weights),
-                                          repeats),
+                # each timed call runs at once, in this iteration
+                "score+select": timed(lambda: select(tex, center, mode=mode, cut=False, weights=weights), repeats),  # noqa: B023
+                "score+select+cut": timed(lambda: select(tex, center, mode=mode, cut=True, weights=weights), repeats),  # noqa: B023
             }
         if "text" in tex.groups:
             p["text_lines"] = len(tex.extras["text"]["lines"])
@@ -129,9 +142,15 @@ def _stats(ts: list[float]) -> dict[str, float]:
     return {"median": statistics.median(ts), "p25": q[0], "p75": q[2], "min": min(ts), "n": len(ts)}
 
 
-def run_bench(images: list[Path], repeats: int = 20, presets: list[str] | None = None,
-              json_path: Path | None = None, device: str | None = "auto", console: Console | None = None,
-              weights: str = "default") -> dict:
+def run_bench(
+    images: list[Path],
+    repeats: int = 20,
+    presets: list[str] | None = None,
+    json_path: Path | None = None,
+    device: str | None = "auto",
+    console: Console | None = None,
+    weights: str = "default",
+) -> dict:
     console = console or Console()
     dev = resolve_device(device)
     presets = presets or ["fast", "default", "full"]
@@ -139,9 +158,12 @@ def run_bench(images: list[Path], repeats: int = 20, presets: list[str] | None =
     from ..weights import load_weights
 
     w = load_weights(weights)
-    result = {"machine": machine_info(dev), "repeats": repeats, "weights": weights, "images": []}
-    console.print(f"device {describe(dev)}, {os.cpu_count()} CPUs, torch {torch.__version__} "
-                  f"({torch.get_num_threads()} threads), {repeats} repeats, weights {weights}, medians", highlight=False)
+    result: dict[str, Any] = {"machine": machine_info(dev), "repeats": repeats, "weights": weights, "images": []}
+    console.print(
+        f"device {describe(dev)}, {os.cpu_count()} CPUs, torch {torch.__version__} "
+        f"({torch.get_num_threads()} threads), {repeats} repeats, weights {weights}, medians",
+        highlight=False,
+    )
     for name, img in inputs:
         with console.status(f"benchmarking {name} ..."):
             rec = bench_image(name, img, presets, repeats, dev, w)
@@ -163,10 +185,17 @@ def _print_image(console: Console, rec: dict) -> None:
     for p in presets:
         groups += [g for g in rec["presets"][p]["groups_ms"] if g not in groups]
     for g in groups:
-        t.add_row(g, *[f"{rec['presets'][p]['groups_ms'][g]:.1f}" if g in rec["presets"][p]["groups_ms"] else "-"
-                       for p in presets])
+        t.add_row(
+            g,
+            *[
+                f"{rec['presets'][p]['groups_ms'][g]:.1f}" if g in rec["presets"][p]["groups_ms"] else "-"
+                for p in presets
+            ],
+        )
     t.add_row("[bold]encode total[/]", *[f"[bold]{rec['presets'][p]['encode_ms']:.1f}[/]" for p in presets])
-    t.add_row("channels / levels", *[f"{rec['presets'][p]['channels']} / {rec['presets'][p]['levels']}" for p in presets])
+    t.add_row(
+        "channels / levels", *[f"{rec['presets'][p]['channels']} / {rec['presets'][p]['levels']}" for p in presets]
+    )
     t.add_row("feature texture KiB", *[f"{rec['presets'][p]['feature_bytes'] / 1024:.0f}" for p in presets])
     console.print(t)
     s = Table(title=f"{rec['image']}: select ms (median \\[p25-p75])", box=None)
@@ -177,18 +206,33 @@ def _print_image(console: Console, rec: dict) -> None:
     for p in presets:
         for mode, m in rec["presets"][p]["select_ms"].items():
             a, b = m["score+select"], m["score+select+cut"]
-            s.add_row(p, mode, f"{a['median']:.2f} \\[{a['p25']:.2f}-{a['p75']:.2f}]",
-                      f"{b['median']:.2f} \\[{b['p25']:.2f}-{b['p75']:.2f}]")
+            s.add_row(
+                p,
+                mode,
+                f"{a['median']:.2f} \\[{a['p25']:.2f}-{a['p75']:.2f}]",
+                f"{b['median']:.2f} \\[{b['p25']:.2f}-{b['p75']:.2f}]",
+            )
     console.print(s)
     tq = [(p, rec["presets"][p]) for p in presets if "text_query_ms" in rec["presets"][p]]
     if tq:
-        t = Table(title=f"{rec['image']}: text query ms after encode (median \\[p25-p75]; "
-                        f"{len(TEXT_QUERIES)} distinct questions)", box=None)
-        for col in ("preset", "OCR lines", "select, new question (incl. embedding)", "query embedding alone",
-                    "select, cached embedding"):
+        t = Table(
+            title=f"{rec['image']}: text query ms after encode (median \\[p25-p75]; "
+            f"{len(TEXT_QUERIES)} distinct questions)",
+            box=None,
+        )
+        for col in (
+            "preset",
+            "OCR lines",
+            "select, new question (incl. embedding)",
+            "query embedding alone",
+            "select, cached embedding",
+        ):
             t.add_column(col, justify="right" if col != "preset" else "left")
         for p, r in tq:
             m = r["text_query_ms"]
-            t.add_row(p, str(r["text_lines"]), *[f"{m[k]['median']:.2f} \\[{m[k]['p25']:.2f}-{m[k]['p75']:.2f}]"
-                                                 for k in ("cold", "embed", "warm")])
+            t.add_row(
+                p,
+                str(r["text_lines"]),
+                *[f"{m[k]['median']:.2f} \\[{m[k]['p25']:.2f}-{m[k]['p75']:.2f}]" for k in ("cold", "embed", "warm")],
+            )
         console.print(t)

@@ -47,8 +47,15 @@ def _store_run(paths, config, workers: int, tmp: Path) -> dict:
             st.get(tid)
         get_ms = (time.perf_counter() - t0) * 1000.0 / min(20, len(ids))
     n = len(paths)
-    return {"images": n, "seconds": s.seconds, "images_per_s": n / s.seconds, "failed": s.count("failed"),
-            "bytes_per_image": _dir_bytes(tmp / "store") / n, "read_by_id_ms": get_ms, "workers": workers}
+    return {
+        "images": n,
+        "seconds": s.seconds,
+        "images_per_s": n / s.seconds,
+        "failed": s.count("failed"),
+        "bytes_per_image": _dir_bytes(tmp / "store") / n,
+        "read_by_id_ms": get_ms,
+        "workers": workers,
+    }
 
 
 def _worker_loop(pairs, config_dict: dict, batch_size: int, out: str) -> dict:
@@ -60,12 +67,27 @@ def _worker_loop(pairs, config_dict: dict, batch_size: int, out: str) -> dict:
 
     config = EncodeConfig.from_dict(config_dict)
     job = prepare_output(out, texture_manifest(config))
-    worker = EncodeWorker(config.to_dict(), out, job, {"source": "source", "location": "location", "data": None},
-                          KeySet(), KeySet(), threads=1)
+    worker = EncodeWorker(
+        config.to_dict(),
+        out,
+        job,
+        {"source": "source", "location": "location", "data": None},
+        KeySet(),
+        KeySet(),
+        threads=1,
+    )
     t0 = time.perf_counter()
-    summaries = [worker(pa.table({"source": [s for s, _ in pairs[i:i + batch_size]],
-                                  "location": [loc for _, loc in pairs[i:i + batch_size]]})).to_pylist()
-                 for i in range(0, len(pairs), batch_size)]
+    summaries = [
+        worker(
+            pa.table(
+                {
+                    "source": [s for s, _ in pairs[i : i + batch_size]],
+                    "location": [loc for _, loc in pairs[i : i + batch_size]],
+                }
+            )
+        ).to_pylist()
+        for i in range(0, len(pairs), batch_size)
+    ]
     return {"seconds": time.perf_counter() - t0, "summaries": summaries, "warm_ms": worker.warm_ms}
 
 
@@ -88,17 +110,24 @@ def _in_process_run(pairs, config, batch_size: int, out: Path) -> dict:
     seconds, summaries = done["seconds"], done["summaries"]
     encode_ms = [r["ms"] for s in summaries for r in s if r["ms"] is not None]
     n = len(pairs)
-    return {"images": n, "seconds": seconds, "images_per_s": n / seconds, "ms_per_image": seconds * 1000.0 / n,
-            "encode_ms_mean": statistics.fmean(encode_ms), "write_and_io_ms_per_image":
-            seconds * 1000.0 / n - statistics.fmean(encode_ms), "warm_ms": done["warm_ms"]}
+    return {
+        "images": n,
+        "seconds": seconds,
+        "images_per_s": n / seconds,
+        "ms_per_image": seconds * 1000.0 / n,
+        "encode_ms_mean": statistics.fmean(encode_ms),
+        "write_and_io_ms_per_image": seconds * 1000.0 / n - statistics.fmean(encode_ms),
+        "warm_ms": done["warm_ms"],
+    }
 
 
 def _ray_run(pairs, config, workers: int, batch_size: int, out: Path) -> dict:
     from ..ray import encode_dataset, find_texture
     from ..ray.dataset import scan
 
-    s = encode_dataset([p for p, _ in pairs], out, config=config, concurrency=workers, batch_size=batch_size,
-                       progress=False)
+    s = encode_dataset(
+        [p for p, _ in pairs], out, config=config, concurrency=workers, batch_size=batch_size, progress=False
+    )
     d = s.to_dict()
     n = len(pairs)
     steady = s.steady_rate()
@@ -109,16 +138,27 @@ def _ray_run(pairs, config, workers: int, batch_size: int, out: Path) -> dict:
         find_texture(out, tid)
     lookup_ms = (time.perf_counter() - t0) * 1000.0 / len(picks)
     in_call = sum(t1 - t0 for t0, t1, _, _ in s.batches)  # seconds the workers spent inside their batches
-    return {"workers": workers, "workers_seen": d["workers"], "images": n, "encoded": s.count("encoded"),
-            "in_batch_ms_per_image": in_call * 1000.0 / n,
-            # one worker: its busy span is its batches plus the gaps Ray leaves between them
-            "between_batches_ms_per_image": (d["busy_seconds"] - in_call) * 1000.0 / n if workers == 1 else None,
-            "seconds": d["seconds"], "busy_seconds": d["busy_seconds"], "images_per_s": n / d["seconds"],
-            "busy_images_per_s": n / d["busy_seconds"], "start_seconds": d["seconds"] - d["busy_seconds"],
-            "steady_images_per_s": steady[0] if steady else None, "steady_seconds": steady[1] if steady else None,
-            "ms_per_image_busy": d["busy_seconds"] * 1000.0 / n, "output_bytes_per_image": _dir_bytes(out) / n,
-            "texture_bytes_per_image": d["output_bytes"] / max(1, s.count("encoded")),
-            "read_by_id_ms": lookup_ms, "parts": len(list(out.glob("*.parquet")))}
+    return {
+        "workers": workers,
+        "workers_seen": d["workers"],
+        "images": n,
+        "encoded": s.count("encoded"),
+        "in_batch_ms_per_image": in_call * 1000.0 / n,
+        # one worker: its busy span is its batches plus the gaps Ray leaves between them
+        "between_batches_ms_per_image": (d["busy_seconds"] - in_call) * 1000.0 / n if workers == 1 else None,
+        "seconds": d["seconds"],
+        "busy_seconds": d["busy_seconds"],
+        "images_per_s": n / d["seconds"],
+        "busy_images_per_s": n / d["busy_seconds"],
+        "start_seconds": d["seconds"] - d["busy_seconds"],
+        "steady_images_per_s": steady[0] if steady else None,
+        "steady_seconds": steady[1] if steady else None,
+        "ms_per_image_busy": d["busy_seconds"] * 1000.0 / n,
+        "output_bytes_per_image": _dir_bytes(out) / n,
+        "texture_bytes_per_image": d["output_bytes"] / max(1, s.count("encoded")),
+        "read_by_id_ms": lookup_ms,
+        "parts": len(list(out.glob("*.parquet"))),
+    }
 
 
 def _median_run(runs: list[dict]) -> dict:
@@ -128,9 +168,16 @@ def _median_run(runs: list[dict]) -> dict:
     return {**ranked[(len(ranked) - 1) // 2], "repeats_ms_per_image": [round(r[key], 2) for r in runs]}
 
 
-def run_dist_bench(sources: list[str], preset: str = "fast", workers: tuple[int, ...] = (1, 2),
-                   batch_size: int = 16, repeats: int = 3, store_workers: int | None = None,
-                   json_path: Path | None = None, console=None) -> dict:
+def run_dist_bench(
+    sources: list[str],
+    preset: str = "fast",
+    workers: tuple[int, ...] = (1, 2),
+    batch_size: int = 16,
+    repeats: int = 3,
+    store_workers: int | None = None,
+    json_path: Path | None = None,
+    console=None,
+) -> dict:
     import torch
 
     from ..ray.runtime import connect, require_ray
@@ -141,8 +188,14 @@ def run_dist_bench(sources: list[str], preset: str = "fast", workers: tuple[int,
     for _, loc in pairs:  # warm the page cache: every run reads from memory
         read_location(loc)
     store_workers = store_workers or os.cpu_count() or 1
-    result: dict = {"machine": machine_info(torch.device("cpu")), "preset": preset, "images": len(pairs),
-                    "batch_size": batch_size, "repeats": repeats, "runs": {}}
+    result: dict = {
+        "machine": machine_info(torch.device("cpu")),
+        "preset": preset,
+        "images": len(pairs),
+        "batch_size": batch_size,
+        "repeats": repeats,
+        "runs": {},
+    }
     reps: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory(prefix="foveate-bench-ray-") as tmp_name:
         tmp = Path(tmp_name)
@@ -157,10 +210,10 @@ def run_dist_bench(sources: list[str], preset: str = "fast", workers: tuple[int,
         try:
             for k in range(repeats):
                 reps.setdefault("in-process", []).append(
-                    _in_process_run(pairs, config, batch_size, tmp / f"inproc-{k}"))
+                    _in_process_run(pairs, config, batch_size, tmp / f"inproc-{k}")
+                )
                 for w in workers:
-                    reps.setdefault(f"ray-{w}", []).append(
-                        _ray_run(pairs, config, w, batch_size, tmp / f"ray{w}-{k}"))
+                    reps.setdefault(f"ray-{w}", []).append(_ray_run(pairs, config, w, batch_size, tmp / f"ray{w}-{k}"))
         finally:
             if started_here:
                 ray.shutdown()
@@ -180,13 +233,16 @@ def run_dist_bench(sources: list[str], preset: str = "fast", workers: tuple[int,
         for w in workers:
             r = runs[f"ray-{w}"]
             if w != 1 and r["steady_images_per_s"] and one["steady_images_per_s"]:
-                speed = [a["steady_images_per_s"] / b["steady_images_per_s"]
-                         for a, b in zip(reps[f"ray-{w}"], reps["ray-1"])
-                         if a["steady_images_per_s"] and b["steady_images_per_s"]]
+                speed = [
+                    a["steady_images_per_s"] / b["steady_images_per_s"]
+                    for a, b in zip(reps[f"ray-{w}"], reps["ray-1"])
+                    if a["steady_images_per_s"] and b["steady_images_per_s"]
+                ]
                 r["speedup_steady"] = statistics.median(speed)
                 r["speedup_steady_repeats"] = [round(x, 3) for x in speed]
                 r["speedup_end_to_end"] = statistics.median(
-                    a["images_per_s"] / b["images_per_s"] for a, b in zip(reps[f"ray-{w}"], reps["ray-1"]))
+                    a["images_per_s"] / b["images_per_s"] for a, b in zip(reps[f"ray-{w}"], reps["ray-1"])
+                )
     if console is not None:
         _report(console, result, workers)
     write_json(result, json_path)
@@ -199,29 +255,57 @@ def _report(console, result: dict, workers) -> None:
     runs, inproc = result["runs"], result["runs"]["in-process"]
     t = Table("run", "img/s steady", "img/s e2e", "ms/img", "start s", "KiB/img", "by id ms", box=None)
     s = runs["store"]
-    t.add_row(f"encode --store -w {s['workers']}", "", f"{s['images_per_s']:.2f}", f"{1000 / s['images_per_s']:.1f}",
-              "", f"{s['bytes_per_image'] / 1024:.0f}", f"{s['read_by_id_ms']:.2f}")
-    t.add_row("worker, no Ray", "", f"{inproc['images_per_s']:.2f}", f"{inproc['ms_per_image']:.1f}",
-              f"{inproc['warm_ms'] / 1000:.1f}", "", "")
+    t.add_row(
+        f"encode --store -w {s['workers']}",
+        "",
+        f"{s['images_per_s']:.2f}",
+        f"{1000 / s['images_per_s']:.1f}",
+        "",
+        f"{s['bytes_per_image'] / 1024:.0f}",
+        f"{s['read_by_id_ms']:.2f}",
+    )
+    t.add_row(
+        "worker, no Ray",
+        "",
+        f"{inproc['images_per_s']:.2f}",
+        f"{inproc['ms_per_image']:.1f}",
+        f"{inproc['warm_ms'] / 1000:.1f}",
+        "",
+        "",
+    )
     for w in workers:
         r = runs[f"ray-{w}"]
         steady = f"{r['steady_images_per_s']:.2f}" if r["steady_images_per_s"] else "-"
-        t.add_row(f"ray, {w} worker{'s' * (w > 1)}", steady, f"{r['images_per_s']:.2f}",
-                  f"{r['ms_per_image_busy']:.1f}", f"{r['start_seconds']:.1f}",
-                  f"{r['output_bytes_per_image'] / 1024:.0f}", f"{r['read_by_id_ms']:.2f}")
-    console.print(f"[bold]{result['images']} images, preset {result['preset']}, batch {result['batch_size']}, "
-                  f"median of {result['repeats']} repeat(s)[/]; "
-                  f"Ray local cluster start {result['ray_start_seconds']:.1f} s")
+        t.add_row(
+            f"ray, {w} worker{'s' * (w > 1)}",
+            steady,
+            f"{r['images_per_s']:.2f}",
+            f"{r['ms_per_image_busy']:.1f}",
+            f"{r['start_seconds']:.1f}",
+            f"{r['output_bytes_per_image'] / 1024:.0f}",
+            f"{r['read_by_id_ms']:.2f}",
+        )
+    console.print(
+        f"[bold]{result['images']} images, preset {result['preset']}, batch {result['batch_size']}, "
+        f"median of {result['repeats']} repeat(s)[/]; "
+        f"Ray local cluster start {result['ray_start_seconds']:.1f} s"
+    )
     console.print(t)
     if "ray_overhead_ms_per_image" in result:
-        console.print(f"Ray overhead: {result['ray_overhead_ms_per_image']:.2f} ms/image = "
-                      f"{100 * result['ray_overhead_share_of_encode']:.1f} % of a {result['preset']} encode "
-                      f"({inproc['encode_ms_mean']:.1f} ms), per repeat {result['ray_overhead_repeats_ms']} ms; "
-                      f"between one worker's batches: {result['ray_gap_ms_per_image']:.2f} ms/image = "
-                      f"{100 * result['ray_gap_share_of_encode']:.1f} %", highlight=False)
+        console.print(
+            f"Ray overhead: {result['ray_overhead_ms_per_image']:.2f} ms/image = "
+            f"{100 * result['ray_overhead_share_of_encode']:.1f} % of a {result['preset']} encode "
+            f"({inproc['encode_ms_mean']:.1f} ms), per repeat {result['ray_overhead_repeats_ms']} ms; "
+            f"between one worker's batches: {result['ray_gap_ms_per_image']:.2f} ms/image = "
+            f"{100 * result['ray_gap_share_of_encode']:.1f} %",
+            highlight=False,
+        )
     for w in workers:
         r = runs[f"ray-{w}"]
         if "speedup_steady" in r:
-            console.print(f"{w} workers vs 1: {r['speedup_steady']:.2f}x steady (repeats "
-                          f"{r['speedup_steady_repeats']}, median run {r['steady_seconds']:.1f} s measured), "
-                          f"{r['speedup_end_to_end']:.2f}x end to end", highlight=False)
+            console.print(
+                f"{w} workers vs 1: {r['speedup_steady']:.2f}x steady (repeats "
+                f"{r['speedup_steady_repeats']}, median run {r['steady_seconds']:.1f} s measured), "
+                f"{r['speedup_end_to_end']:.2f}x end to end",
+                highlight=False,
+            )

@@ -42,7 +42,7 @@ def sample_images(n: int, size: int = 512, seed: int = 0) -> list[bytes]:
         h, w = img.shape[:2]
         side = min(h, w)
         y, x = int(rng.integers(0, h - side + 1)), int(rng.integers(0, w - side + 1))
-        crop = cv2.resize(img[y:y + side, x:x + side], (size, size), interpolation=cv2.INTER_AREA)
+        crop = cv2.resize(img[y : y + side, x : x + side], (size, size), interpolation=cv2.INTER_AREA)
         crop = np.roll(crop, int(rng.integers(0, size)), axis=1)
         if i % 4 >= 2:
             crop = crop[:, ::-1]
@@ -85,8 +85,9 @@ async def upload_all(url: str, images: list[bytes], clients: int = 4, headers: d
         return list(await asyncio.gather(*(one(d) for d in images)))
 
 
-async def select_load(url: str, textures: list[dict], clients: int, requests: int, seed: int = 0,
-                      headers: dict | None = None) -> dict:
+async def select_load(
+    url: str, textures: list[dict], clients: int, requests: int, seed: int = 0, headers: dict | None = None
+) -> dict:
     """``clients`` concurrent clients send ``requests`` random select requests over ``textures`` (upload
     documents).  Every answer is checked (status 200, the right texture, at most ``budget`` tokens, boxes
     inside the image).  A select whose connection drops before any answer (``httpx.ReadError`` /
@@ -108,6 +109,7 @@ async def select_load(url: str, textures: list[dict], clients: int, requests: in
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
 
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits, headers=headers) as client:
+
         async def worker() -> None:
             for tex, body in it:
                 t0 = time.perf_counter()
@@ -132,8 +134,13 @@ async def select_load(url: str, textures: list[dict], clients: int, requests: in
         t0 = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(clients)))
         wall = time.perf_counter() - t0
-    return {"latencies": latencies, "select_ms": select_ms, "statuses": dict(statuses), "failures": failures,
-            "seconds": wall}
+    return {
+        "latencies": latencies,
+        "select_ms": select_ms,
+        "statuses": dict(statuses),
+        "failures": failures,
+        "seconds": wall,
+    }
 
 
 def _check_selection(r, tex: dict, body: dict) -> str | None:
@@ -154,14 +161,18 @@ def _check_selection(r, tex: dict, body: dict) -> str | None:
 def summarize(load: dict) -> dict:
     lat = np.array(load["latencies"]) * 1000.0
     n = len(lat)
-    return {"requests": n + load["statuses"].get("transport", 0), "errors": len(load["failures"]),
-            "statuses": {str(k): v for k, v in load["statuses"].items()}, "seconds": round(load["seconds"], 3),
-            "throughput_rps": round(n / load["seconds"], 1) if load["seconds"] else None,
-            "p50_ms": round(float(np.percentile(lat, 50)), 2) if n else None,
-            "p90_ms": round(float(np.percentile(lat, 90)), 2) if n else None,
-            "p99_ms": round(float(np.percentile(lat, 99)), 2) if n else None,
-            "max_ms": round(float(lat.max()), 2) if n else None,
-            "select_ms_p50": round(float(np.median(load["select_ms"])), 3) if load["select_ms"] else None}
+    return {
+        "requests": n + load["statuses"].get("transport", 0),
+        "errors": len(load["failures"]),
+        "statuses": {str(k): v for k, v in load["statuses"].items()},
+        "seconds": round(load["seconds"], 3),
+        "throughput_rps": round(n / load["seconds"], 1) if load["seconds"] else None,
+        "p50_ms": round(float(np.percentile(lat, 50)), 2) if n else None,
+        "p90_ms": round(float(np.percentile(lat, 90)), 2) if n else None,
+        "p99_ms": round(float(np.percentile(lat, 99)), 2) if n else None,
+        "max_ms": round(float(lat.max()), 2) if n else None,
+        "select_ms_p50": round(float(np.median(load["select_ms"])), 3) if load["select_ms"] else None,
+    }
 
 
 def tree_rss_bytes(pid: int) -> int | None:
@@ -184,34 +195,63 @@ def tree_rss_bytes(pid: int) -> int | None:
 
 def _pool_bench(kind: str, workers: int, images: list[bytes], preset: str) -> dict:
     """Upload throughput (decode + encode + store) of one encode pool kind, after a warm-up round."""
-    with tempfile.TemporaryDirectory() as tmp, ServerProcess(
-            Path(tmp) / "store", preset=preset,
-            args=("--pool", kind, "--workers", str(workers), "--queue", str(4 * len(images)))) as srv:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        ServerProcess(
+            Path(tmp) / "store",
+            preset=preset,
+            args=("--pool", kind, "--workers", str(workers), "--queue", str(4 * len(images))),
+        ) as srv,
+    ):
         warm = sample_images(workers, size=64, seed=999)
         asyncio.run(upload_all(srv.url, warm, clients=workers))
         t0 = time.perf_counter()
         docs = asyncio.run(upload_all(srv.url, images, clients=2 * workers))
         wall = time.perf_counter() - t0
+        assert srv.proc is not None  # started by the with statement
         rss = tree_rss_bytes(srv.proc.pid)
     created = sum(d["created"] for d in docs)
-    return {"pool": kind, "workers": workers, "images": len(images), "created": created, "seconds": round(wall, 3),
-            "uploads_per_s": round(len(images) / wall, 2),
-            "encode_ms_median": round(float(np.median([d["encode_ms"] for d in docs])), 1),
-            "rss_mib_with_workers": _mib(rss)}
+    return {
+        "pool": kind,
+        "workers": workers,
+        "images": len(images),
+        "created": created,
+        "seconds": round(wall, 3),
+        "uploads_per_s": round(len(images) / wall, 2),
+        "encode_ms_median": round(float(np.median([d["encode_ms"] for d in docs])), 1),
+        "rss_mib_with_workers": _mib(rss),
+    }
 
 
-def run_service_bench(clients: int = 16, requests: int = 2000, images: int = 20, size: int = 512,
-                      preset: str = "fast", pools: list[str] | None = None, workers: int = 2,
-                      torch_threads: int = 1, json_path: Path | None = None, console: Console | None = None) -> dict:
+def run_service_bench(
+    clients: int = 16,
+    requests: int = 2000,
+    images: int = 20,
+    size: int = 512,
+    preset: str = "fast",
+    pools: list[str] | None = None,
+    workers: int = 2,
+    torch_threads: int = 1,
+    json_path: Path | None = None,
+    console: Console | None = None,
+) -> dict:
     from ..core.device import resolve_device
     from .common import machine_info
 
     console = console or Console()
     pics = sample_images(images, size=size)
-    result: dict = {"machine": machine_info(resolve_device("cpu")), "clients": clients, "images": images,
-                    "size": size, "preset": preset, "torch_threads": torch_threads}
-    with tempfile.TemporaryDirectory() as tmp, ServerProcess(
-            Path(tmp) / "store", preset=preset, env={"FOVEATE_TORCH_THREADS": str(torch_threads)}) as srv:
+    result: dict = {
+        "machine": machine_info(resolve_device("cpu")),
+        "clients": clients,
+        "images": images,
+        "size": size,
+        "preset": preset,
+        "torch_threads": torch_threads,
+    }
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        ServerProcess(Path(tmp) / "store", preset=preset, env={"FOVEATE_TORCH_THREADS": str(torch_threads)}) as srv,
+    ):
         with console.status(f"uploading {images} images ..."):
             t0 = time.perf_counter()
             docs = asyncio.run(upload_all(srv.url, pics))
@@ -225,24 +265,54 @@ def run_service_bench(clients: int = 16, requests: int = 2000, images: int = 20,
                 cpu1, client1 = srv.cpu_seconds(), time.process_time()
             rec = summarize(load)
             rec["rss_mib"] = _mib(srv.rss_bytes())
-            rec["server_cpu_ms_per_request"] = round((cpu1 - cpu0) * 1000 / requests, 3) if cpu0 is not None else None
+            rec["server_cpu_ms_per_request"] = (
+                round((cpu1 - cpu0) * 1000 / requests, 3) if cpu0 is not None and cpu1 is not None else None
+            )
             rec["client_cpu_ms_per_request"] = round((client1 - client0) * 1000 / requests, 3)
             rec["failures"] = load["failures"][:5]
             rounds.append(rec)
     result.update({"upload_seconds": round(upload_s, 3), "rss_mib_after_uploads": _mib(rss0), "rounds": rounds})
-    t = Table(title=f"{requests} selects, {clients} clients, {images} textures of {size}x{size} ({preset}, "
-                    f"{torch_threads} torch thread{'s' if torch_threads > 1 else ''})", box=None)
-    for col in ("round", "requests", "errors", "req/s", "p50 ms", "p90 ms", "p99 ms", "max ms", "select ms (p50)",
-                "server CPU ms/req", "client CPU ms/req", "server RSS MiB"):
+    t = Table(
+        title=f"{requests} selects, {clients} clients, {images} textures of {size}x{size} ({preset}, "
+        f"{torch_threads} torch thread{'s' if torch_threads > 1 else ''})",
+        box=None,
+    )
+    for col in (
+        "round",
+        "requests",
+        "errors",
+        "req/s",
+        "p50 ms",
+        "p90 ms",
+        "p99 ms",
+        "max ms",
+        "select ms (p50)",
+        "server CPU ms/req",
+        "client CPU ms/req",
+        "server RSS MiB",
+    ):
         t.add_column(col, justify="right")
     for i, x in enumerate(rounds, 1):
-        t.add_row(str(i), str(x["requests"]), str(x["errors"]), f"{x['throughput_rps']}", f"{x['p50_ms']}",
-                  f"{x['p90_ms']}", f"{x['p99_ms']}", f"{x['max_ms']}", f"{x['select_ms_p50']}",
-                  f"{x['server_cpu_ms_per_request']}",
-                  f"{x['client_cpu_ms_per_request']}", f"{x['rss_mib']}")
+        t.add_row(
+            str(i),
+            str(x["requests"]),
+            str(x["errors"]),
+            f"{x['throughput_rps']}",
+            f"{x['p50_ms']}",
+            f"{x['p90_ms']}",
+            f"{x['p99_ms']}",
+            f"{x['max_ms']}",
+            f"{x['select_ms_p50']}",
+            f"{x['server_cpu_ms_per_request']}",
+            f"{x['client_cpu_ms_per_request']}",
+            f"{x['rss_mib']}",
+        )
     console.print(t)
-    console.print(f"server RSS {_mib(rss0)} MiB after {images} uploads ({upload_s:.2f} s), "
-                  f"{rounds[0]['rss_mib']} after round 1, {rounds[1]['rss_mib']} after round 2", highlight=False)
+    console.print(
+        f"server RSS {_mib(rss0)} MiB after {images} uploads ({upload_s:.2f} s), "
+        f"{rounds[0]['rss_mib']} after round 1, {rounds[1]['rss_mib']} after round 2",
+        highlight=False,
+    )
     for x in rounds:
         if x["errors"]:
             console.print(f"[red]errors:[/] {x['failures']}")
@@ -256,8 +326,13 @@ def run_service_bench(clients: int = 16, requests: int = 2000, images: int = 20,
             with console.status(f"encode pool {kind} ..."):
                 rec = _pool_bench(kind, workers, fresh, preset)
             result["pools"].append(rec)
-            p.add_row(kind, f"{rec['uploads_per_s']}", f"{rec['seconds']}", f"{rec['encode_ms_median']}",
-                      f"{rec['rss_mib_with_workers']}")
+            p.add_row(
+                kind,
+                f"{rec['uploads_per_s']}",
+                f"{rec['seconds']}",
+                f"{rec['encode_ms_median']}",
+                f"{rec['rss_mib_with_workers']}",
+            )
         console.print(p)
     if json_path is not None:
         Path(json_path).write_text(json.dumps(result, indent=1))

@@ -22,8 +22,10 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import torch
 from rich.console import Console
 from rich.table import Table
 
@@ -95,7 +97,7 @@ class SqliteBackend:
     ``page_size`` other than the store's (``sqlite-4k``: 4096) shows why the store picks its page size."""
 
     def __init__(self, path: Path, page_size: int | None = None) -> None:
-        from ..store import store as store_module
+        from ..store import sqlite as store_module
 
         default = store_module.PAGE_SIZE
         store_module.PAGE_SIZE = page_size or default  # read when the database file is created
@@ -119,7 +121,7 @@ class SqliteBackend:
 
 def _open(kind: str, path: Path):
     if kind.startswith("sqlite-") and kind.endswith("k"):
-        return SqliteBackend(path, page_size=int(kind[len("sqlite-"):-1]) * 1024)
+        return SqliteBackend(path, page_size=int(kind[len("sqlite-") : -1]) * 1024)
     return {"sqlite": SqliteBackend, "lmdb": LmdbBackend, "files": FilesBackend}[kind](path)
 
 
@@ -159,7 +161,7 @@ def _base_texture(size: int, seed: int) -> Texture:
 
     rng = np.random.default_rng(seed)
     img = rng.integers(0, 256, (size, size, 3), dtype=np.uint8)
-    return encode_array(img, EncodeConfig(preset="fast"), device="cpu")
+    return encode_array(img, EncodeConfig(preset="fast"), device=torch.device("cpu"))
 
 
 def _ms(ts: list[float]) -> dict:
@@ -200,15 +202,28 @@ def bench_backend(kind: str, items: list, size: int, root: Path) -> dict:
     proc.join()
     backend.close()
     blob_mb = len(items[0][1]) / 2**20
-    return {"backend": kind, "count": len(items), "blob_mib": round(blob_mb, 3), "put_ms": _ms(puts),
-            "get_ms": _ms(gets), "get_ms_during_writes": _ms(busy) if busy else None, "reads_during_writes": len(busy),
-            "write_mib_s": round(blob_mb * len(puts) / sum(puts), 1),
-            "read_mib_s": round(blob_mb * len(gets) / sum(gets), 1), "disk_mib": round(disk / 2**20, 1),
-            "disk_overhead": round(disk / (blob_mb * 2**20 * len(items)) - 1, 4)}
+    return {
+        "backend": kind,
+        "count": len(items),
+        "blob_mib": round(blob_mb, 3),
+        "put_ms": _ms(puts),
+        "get_ms": _ms(gets),
+        "get_ms_during_writes": _ms(busy) if busy else None,
+        "reads_during_writes": len(busy),
+        "write_mib_s": round(blob_mb * len(puts) / sum(puts), 1),
+        "read_mib_s": round(blob_mb * len(gets) / sum(gets), 1),
+        "disk_mib": round(disk / 2**20, 1),
+        "disk_overhead": round(disk / (blob_mb * 2**20 * len(items)) - 1, 4),
+    }
 
 
-def run_store_bench(count: int = 40, size: int = 1024, backends: list[str] | None = None,
-                    json_path: Path | None = None, console: Console | None = None) -> dict:
+def run_store_bench(
+    count: int = 40,
+    size: int = 1024,
+    backends: list[str] | None = None,
+    json_path: Path | None = None,
+    console: Console | None = None,
+) -> dict:
     from ..core.device import resolve_device
     from .common import machine_info
 
@@ -219,7 +234,12 @@ def run_store_bench(count: int = 40, size: int = 1024, backends: list[str] | Non
         raise ConfigError(f"unknown store backend(s) {unknown}; use sqlite, sqlite-<N>k (page size), lmdb, files")
     with console.status("encoding ..."):
         items = _variants(_base_texture(size, 0), count)
-    result = {"machine": machine_info(resolve_device("cpu")), "count": count, "size": size, "backends": []}
+    result: dict[str, Any] = {
+        "machine": machine_info(resolve_device("cpu")),
+        "count": count,
+        "size": size,
+        "backends": [],
+    }
     with tempfile.TemporaryDirectory() as tmp:
         for kind in backends:
             if kind == "lmdb":
@@ -230,17 +250,32 @@ def run_store_bench(count: int = 40, size: int = 1024, backends: list[str] | Non
                     continue
             with console.status(f"{kind} ..."):
                 result["backends"].append(bench_backend(kind, items, size, Path(tmp)))
-    t = Table(title=f"store backends: {count} textures of a {size}x{size} image "
-                    f"({len(items[0][1]) / 2**20:.2f} MiB each), verified reads", box=None)
-    for col in ("backend", "put ms (p50 / p99)", "get ms (p50 / p99)", "get ms while a process writes",
-                "write MiB/s", "read MiB/s", "disk overhead"):
+    t = Table(
+        title=f"store backends: {count} textures of a {size}x{size} image "
+        f"({len(items[0][1]) / 2**20:.2f} MiB each), verified reads",
+        box=None,
+    )
+    for col in (
+        "backend",
+        "put ms (p50 / p99)",
+        "get ms (p50 / p99)",
+        "get ms while a process writes",
+        "write MiB/s",
+        "read MiB/s",
+        "disk overhead",
+    ):
         t.add_column(col, justify="right")
     for r in result["backends"]:
         busy = r["get_ms_during_writes"]
-        t.add_row(r["backend"], f"{r['put_ms']['median']:.2f} / {r['put_ms']['p99']:.2f}",
-                  f"{r['get_ms']['median']:.2f} / {r['get_ms']['p99']:.2f}",
-                  f"{busy['median']:.2f} / {busy['p99']:.2f}" if busy else "-", f"{r['write_mib_s']}",
-                  f"{r['read_mib_s']}", f"{r['disk_overhead'] * 100:.1f} %")
+        t.add_row(
+            r["backend"],
+            f"{r['put_ms']['median']:.2f} / {r['put_ms']['p99']:.2f}",
+            f"{r['get_ms']['median']:.2f} / {r['get_ms']['p99']:.2f}",
+            f"{busy['median']:.2f} / {busy['p99']:.2f}" if busy else "-",
+            f"{r['write_mib_s']}",
+            f"{r['read_mib_s']}",
+            f"{r['disk_overhead'] * 100:.1f} %",
+        )
     console.print(t)
     if json_path is not None:
         Path(json_path).write_text(json.dumps(result, indent=1))

@@ -16,8 +16,9 @@ import os
 import statistics
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import cv2
 import numpy as np
@@ -27,15 +28,19 @@ from rich.table import Table
 from ..core.config import EncodeConfig, SelectConfig
 from ..core.device import resolve_device
 from ..core.texture import encode_array
-from ..video import FrameReader, VideoPredictor, token_overlap
+from ..video import Frame, FrameReader, VideoPredictor, token_overlap
 from .common import machine_info, write_json
 
 
 def _summary(ts: list[float]) -> dict[str, float]:
     if not ts:
         return {"mean": float("nan"), "median": float("nan"), "p90": float("nan"), "n": 0}
-    return {"mean": statistics.fmean(ts), "median": statistics.median(ts),
-            "p90": float(np.percentile(ts, 90)), "n": len(ts)}
+    return {
+        "mean": statistics.fmean(ts),
+        "median": statistics.median(ts),
+        "p90": float(np.percentile(ts, 90)),
+        "n": len(ts),
+    }
 
 
 def _features(state) -> np.ndarray:
@@ -45,12 +50,21 @@ def _features(state) -> np.ndarray:
     return tex.mean[0][..., keep].float().cpu().numpy()
 
 
-def bench_clip(source: str | Path | Iterable[np.ndarray], *, preset: str = "fast",
-               thresholds: tuple[float, ...] = (0.0, 8.0), approximate: tuple[float, ...] = (),
-               reencode_budgets: tuple[float, ...] = (),
-               max_frames: int | None = 200, budget: int = 273, mode: str = "quadtree", device: str = "cpu",
-               label: str | None = None, console: Console | None = None,
-               json_path: Path | None = None) -> dict[str, Any]:
+def bench_clip(
+    source: str | Path | Iterable[np.ndarray],
+    *,
+    preset: str = "fast",
+    thresholds: tuple[float, ...] = (0.0, 8.0),
+    approximate: tuple[float, ...] = (),
+    reencode_budgets: tuple[float, ...] = (),
+    max_frames: int | None = 200,
+    budget: int = 273,
+    mode: str = "quadtree",
+    device: str = "cpu",
+    label: str | None = None,
+    console: Console | None = None,
+    json_path: Path | None = None,
+) -> dict[str, Any]:
     """Incremental (one session per change threshold) vs from-scratch (``incremental=False``) on one clip: a video
     file, a folder of frames, or any iterable of (H, W, 3) uint8 frames (e.g. :func:`generated_frame`).
 
@@ -64,16 +78,24 @@ def bench_clip(source: str | Path | Iterable[np.ndarray], *, preset: str = "fast
 
     console = console or Console()
     dev = resolve_device(device)
-    predictor = VideoPredictor(EncodeConfig(preset=preset), select_config=SelectConfig(budget=budget, mode=mode),
-                               device=dev)
+    predictor = VideoPredictor(
+        EncodeConfig(preset=preset), select_config=SelectConfig(budget=budget, mode=mode), device=dev
+    )
     states = {"scratch": predictor.init_state(incremental=False)}
     for t in thresholds:
         state = predictor.init_state(change_threshold=t)
         states[f"{'motion' if state.config.motion_compensated else 'exact'} t={t:g}"] = state
-    states.update({f"approx t={t:g}": predictor.init_state(change_threshold=t, update="exact", refresh_neighbours=False,
-                                                           full_frame_share=1.0) for t in approximate})
-    states.update({f"motion budget={b:g}": predictor.init_state(update="motion", reencode_budget=b)
-                   for b in reencode_budgets})
+    states.update(
+        {
+            f"approx t={t:g}": predictor.init_state(
+                change_threshold=t, update="exact", refresh_neighbours=False, full_frame_share=1.0
+            )
+            for t in approximate
+        }
+    )
+    states.update(
+        {f"motion budget={b:g}": predictor.init_state(update="motion", reencode_budget=b) for b in reencode_budgets}
+    )
     names = list(states)
     add_ms: dict[str, list[float]] = defaultdict(list)
     cpu_ms: dict[str, list[float]] = defaultdict(list)  # process CPU time (all threads) of add_frame
@@ -82,13 +104,18 @@ def bench_clip(source: str | Path | Iterable[np.ndarray], *, preset: str = "fast
     steps: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     plain: list[float] = []
     keyframes: dict[str, int] = defaultdict(int)
-    reader = FrameReader(source) if isinstance(source, (str, Path)) else None
+    reader: FrameReader | None = None
+    frames: Iterable[Frame] | Iterable[np.ndarray]
+    if isinstance(source, (str, Path)):
+        frames = reader = FrameReader(source)
+    else:
+        frames = source
     label = label or str(source)
     n = 0
-    for frame in reader if reader is not None else source:
+    for item in frames:
         if max_frames is not None and n >= max_frames:
             break
-        frame = frame.image if hasattr(frame, "image") else frame
+        frame = item.image if hasattr(item, "image") else item
         sels = {}
         for name in names:
             cpu0 = time.process_time()
@@ -119,35 +146,75 @@ def bench_clip(source: str | Path | Iterable[np.ndarray], *, preset: str = "fast
     h, w = states["scratch"].texture.image_size
     scratch_mean = _summary(add_ms["scratch"])["mean"]
     scratch_cpu = statistics.fmean(cpu_ms["scratch"])
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in names:
         s = _summary(add_ms[name])
         cpu = statistics.fmean(cpu_ms[name])
-        rows.append({
-            "session": name, "add_frame_ms": s, "select_ms": _summary(sel_ms[name]),
-            "speedup_mean": scratch_mean / s["mean"] if s["mean"] > 0 else float("nan"),
-            "add_frame_cpu_ms_mean": cpu, "speedup_cpu": scratch_cpu / cpu if cpu > 0 else float("nan"),
-            "changed_share": float(np.mean(changed[name])), "reencoded_share": float(np.mean(reenc[name])),
-            "keyframes": keyframes[name],
-            "token_agreement": float(np.mean(agree[name])) if agree[name] else 1.0,
-            "feature_mae": float(np.mean(mae[name])) if mae[name] else 0.0,
-            "steps_ms_mean": {k: statistics.fmean(v) for k, v in steps[name].items() if k != "total"},
-        })
-    result = {"source": label, "frames": n, "size": [w, h], "preset": preset, "budget": budget, "mode": mode,
-              "opencv_threads": cv2.getNumThreads(),
-              "encode_array_ms": _summary(plain), "sessions": rows, "machine": machine_info(dev),
-              "video_config": {k: v for k, v in vars(predictor.video).items()}}
-    table = Table("session", "add_frame ms mean", "median", "p90", "x cheaper (mean)", "CPU ms mean",
-                  "x cheaper (CPU)", "changed", "re-encoded", "keyframes", "tokens as scratch", "feature MAE", box=None)
+        rows.append(
+            {
+                "session": name,
+                "add_frame_ms": s,
+                "select_ms": _summary(sel_ms[name]),
+                "speedup_mean": scratch_mean / s["mean"] if s["mean"] > 0 else float("nan"),
+                "add_frame_cpu_ms_mean": cpu,
+                "speedup_cpu": scratch_cpu / cpu if cpu > 0 else float("nan"),
+                "changed_share": float(np.mean(changed[name])),
+                "reencoded_share": float(np.mean(reenc[name])),
+                "keyframes": keyframes[name],
+                "token_agreement": float(np.mean(agree[name])) if agree[name] else 1.0,
+                "feature_mae": float(np.mean(mae[name])) if mae[name] else 0.0,
+                "steps_ms_mean": {k: statistics.fmean(v) for k, v in steps[name].items() if k != "total"},
+            }
+        )
+    result = {
+        "source": label,
+        "frames": n,
+        "size": [w, h],
+        "preset": preset,
+        "budget": budget,
+        "mode": mode,
+        "opencv_threads": cv2.getNumThreads(),
+        "encode_array_ms": _summary(plain),
+        "sessions": rows,
+        "machine": machine_info(dev),
+        "video_config": dict(vars(predictor.video).items()),
+    }
+    table = Table(
+        "session",
+        "add_frame ms mean",
+        "median",
+        "p90",
+        "x cheaper (mean)",
+        "CPU ms mean",
+        "x cheaper (CPU)",
+        "changed",
+        "re-encoded",
+        "keyframes",
+        "tokens as scratch",
+        "feature MAE",
+        box=None,
+    )
     for r in rows:
         a = r["add_frame_ms"]
-        table.add_row(r["session"], f"{a['mean']:.2f}", f"{a['median']:.2f}", f"{a['p90']:.2f}",
-                      f"{r['speedup_mean']:.2f}", f"{r['add_frame_cpu_ms_mean']:.2f}", f"{r['speedup_cpu']:.2f}",
-                      f"{100 * r['changed_share']:.1f}%",
-                      f"{100 * r['reencoded_share']:.1f}%", str(r["keyframes"]), f"{100 * r['token_agreement']:.1f}%",
-                      f"{r['feature_mae']:.4f}")
-    console.print(f"[bold]{label}[/]: {n} frames {w}x{h}, preset {preset}, select {mode} {budget} tokens "
-                  f"(query-blind); plain encode_array {_summary(plain)['mean']:.2f} ms/frame", highlight=False)
+        table.add_row(
+            r["session"],
+            f"{a['mean']:.2f}",
+            f"{a['median']:.2f}",
+            f"{a['p90']:.2f}",
+            f"{r['speedup_mean']:.2f}",
+            f"{r['add_frame_cpu_ms_mean']:.2f}",
+            f"{r['speedup_cpu']:.2f}",
+            f"{100 * r['changed_share']:.1f}%",
+            f"{100 * r['reencoded_share']:.1f}%",
+            str(r["keyframes"]),
+            f"{100 * r['token_agreement']:.1f}%",
+            f"{r['feature_mae']:.4f}",
+        )
+    console.print(
+        f"[bold]{label}[/]: {n} frames {w}x{h}, preset {preset}, select {mode} {budget} tokens "
+        f"(query-blind); plain encode_array {_summary(plain)['mean']:.2f} ms/frame",
+        highlight=False,
+    )
     console.print(table)
     keys = ["change", "flow", "memory", "warp", "plan", "local", "global", "mips", "texture"]
     detail = Table("session", *[f"{k} ms" for k in keys], box=None)
@@ -187,8 +254,15 @@ def generated_frame(i: int, size: tuple[int, int] = (480, 640), seed: int = 0, d
     return np.clip(img, 0, 255).astype(np.uint8)
 
 
-def bench_memory(frames: int = 2000, *, size: tuple[int, int] = (480, 640), preset: str = "fast",
-                 device: str = "cpu", console: Console | None = None, json_path: Path | None = None) -> dict[str, Any]:
+def bench_memory(
+    frames: int = 2000,
+    *,
+    size: tuple[int, int] = (480, 640),
+    preset: str = "fast",
+    device: str = "cpu",
+    console: Console | None = None,
+    json_path: Path | None = None,
+) -> dict[str, Any]:
     """Resident memory while ``frames`` generated frames stream through one session (add_frame + select)."""
     console = console or Console()
     predictor = VideoPredictor(EncodeConfig(preset=preset), device=device)
@@ -203,17 +277,29 @@ def bench_memory(frames: int = 2000, *, size: tuple[int, int] = (480, 640), pres
             samples.append({"frame": i, "rss_mib": _rss_bytes() / 2**20, "memory_frames": len(state.memory_frames)})
     elapsed = time.perf_counter() - t0
     start, end = samples[0], samples[-1]
-    result = {"frames": frames, "size": [size[1], size[0]], "preset": preset, "samples": samples,
-              "rss_start_mib": start["rss_mib"], "rss_end_mib": end["rss_mib"],
-              "rss_growth_mib": end["rss_mib"] - start["rss_mib"], "seconds": elapsed,
-              "machine": machine_info(resolve_device(device))}
+    result = {
+        "frames": frames,
+        "size": [size[1], size[0]],
+        "preset": preset,
+        "samples": samples,
+        "rss_start_mib": start["rss_mib"],
+        "rss_end_mib": end["rss_mib"],
+        "rss_growth_mib": end["rss_mib"] - start["rss_mib"],
+        "seconds": elapsed,
+        "machine": machine_info(resolve_device(device)),
+    }
     table = Table("frame", "RSS MiB", "frames in memory", box=None)
     for s in samples:
         table.add_row(str(s["frame"]), f"{s['rss_mib']:.1f}", str(s["memory_frames"]))
-    console.print(f"[bold]generated stream[/]: {frames} frames {size[1]}x{size[0]}, preset {preset}, "
-                  f"{elapsed:.1f} s", highlight=False)
+    console.print(
+        f"[bold]generated stream[/]: {frames} frames {size[1]}x{size[0]}, preset {preset}, {elapsed:.1f} s",
+        highlight=False,
+    )
     console.print(table)
-    console.print(f"RSS {start['rss_mib']:.1f} MiB at frame {start['frame']} -> {end['rss_mib']:.1f} MiB at frame "
-                  f"{end['frame']} ({end['rss_mib'] - start['rss_mib']:+.1f} MiB)", highlight=False)
+    console.print(
+        f"RSS {start['rss_mib']:.1f} MiB at frame {start['frame']} -> {end['rss_mib']:.1f} MiB at frame "
+        f"{end['frame']} ({end['rss_mib'] - start['rss_mib']:+.1f} MiB)",
+        highlight=False,
+    )
     write_json(result, json_path)
     return result

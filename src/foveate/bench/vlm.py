@@ -26,11 +26,19 @@ def _median(xs: list[float]) -> float:
     return float(statistics.median(xs))
 
 
-def bench_prompt(images: list[Path] | None = None, rules: tuple[str, ...] = RULES, budgets: tuple[int, ...] = (273,),
-                 repeats: int = 20, size: int = 1024, console: Any = None, json_path: Path | None = None) -> dict:
+def bench_prompt(
+    images: list[Path] | None = None,
+    rules: tuple[str, ...] = RULES,
+    budgets: tuple[int, ...] = (273,),
+    repeats: int = 20,
+    size: int = 1024,
+    console: Any = None,
+    json_path: Path | None = None,
+) -> dict:
     """Median over ``repeats`` (after a warm-up) of: plan, pictures (cut + resize), body -- their sum is "plan and
     payload" -- and of the pictures' PNG and JPEG encoding, per image, budget and rule."""
     import foveate
+
     from ..core.io import encode_image, load_image
     from ..vlm import build_request, get_rule
 
@@ -47,8 +55,7 @@ def bench_prompt(images: list[Path] | None = None, rules: tuple[str, ...] = RULE
             for spec in rules:
                 rule = get_rule(spec)
                 build_request(tex.image, sel, rule, question)  # warm-up (imports, caches)
-                t: dict[str, list[float]] = {"plan": [], "pictures": [], "body": [], "total": [], "png": [],
-                                             "jpeg": []}
+                t: dict[str, list[float]] = {"plan": [], "pictures": [], "body": [], "total": [], "png": [], "jpeg": []}
                 for _ in range(repeats):
                     req = build_request(tex.image, sel, rule, question, inputs=False)
                     for k in ("plan", "pictures", "body"):
@@ -59,10 +66,17 @@ def bench_prompt(images: list[Path] | None = None, rules: tuple[str, ...] = RULE
                     for p in req.pictures:
                         encode_image(p, "jpeg")
                     t["jpeg"].append((time.perf_counter() - t0) * 1e3)
-                row = {"image": Path(path).name, "size": list(tex.image.shape[1::-1]), "budget": budget,
-                       "rule": rule.name, "pictures": len(req.plan.pictures), "plan_tokens": req.plan.tokens,
-                       "image_tokens": req.plan.image.tokens, **{f"{k}_ms": _median(v) for k, v in t.items()},
-                       "total_ms_max": float(np.max(t["total"]))}
+                row = {
+                    "image": Path(path).name,
+                    "size": list(tex.image.shape[1::-1]),
+                    "budget": budget,
+                    "rule": rule.name,
+                    "pictures": len(req.plan.pictures),
+                    "plan_tokens": req.plan.tokens,
+                    "image_tokens": req.plan.image.tokens,
+                    **{f"{k}_ms": _median(v) for k, v in t.items()},
+                    "total_ms_max": float(np.max(t["total"])),
+                }
                 if rule.api == "qwen2-vl":
                     t0 = time.perf_counter()
                     for _ in range(max(1, repeats // 4)):
@@ -73,14 +87,35 @@ def bench_prompt(images: list[Path] | None = None, rules: tuple[str, ...] = RULE
     if console is not None:
         from rich.table import Table
 
-        table = Table("image", "budget", "rule", "pictures", "tokens (plan / image)", "plan ms", "pictures ms",
-                      "body ms", "plan + payload ms", "PNG ms", "JPEG ms", box=None)
+        table = Table(
+            "image",
+            "budget",
+            "rule",
+            "pictures",
+            "tokens (plan / image)",
+            "plan ms",
+            "pictures ms",
+            "body ms",
+            "plan + payload ms",
+            "PNG ms",
+            "JPEG ms",
+            box=None,
+        )
         for r in rows:
             extra = f" (processor {r['processor_ms']:.1f})" if "processor_ms" in r else ""
-            table.add_row(r["image"], str(r["budget"]), r["rule"], str(r["pictures"]),
-                          f"{r['plan_tokens']} / {r['image_tokens']}", f"{r['plan_ms']:.2f}", f"{r['pictures_ms']:.2f}",
-                          f"{r['body_ms']:.3f}", f"{r['total_ms']:.2f}", f"{r['png_ms']:.2f}",
-                          f"{r['jpeg_ms']:.2f}{extra}")
+            table.add_row(
+                r["image"],
+                str(r["budget"]),
+                r["rule"],
+                str(r["pictures"]),
+                f"{r['plan_tokens']} / {r['image_tokens']}",
+                f"{r['plan_ms']:.2f}",
+                f"{r['pictures_ms']:.2f}",
+                f"{r['body_ms']:.3f}",
+                f"{r['total_ms']:.2f}",
+                f"{r['png_ms']:.2f}",
+                f"{r['jpeg_ms']:.2f}{extra}",
+            )
         console.print(table)
     write_json(result, json_path)
     return result

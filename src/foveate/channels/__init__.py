@@ -8,8 +8,23 @@ built-ins are registered, the presets, :func:`run_groups`).  Names load on first
 
 from .._lazy import lazy_exports
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "ChannelGroup": ".base", "EncodeContext": ".base",
-    **{n: ".registry" for n in ("LAYOUT_ORDER", "PRESETS", "get_group", "list_groups", "register_group",
-                                "resolve_groups", "run_groups", "with_semantic_model")},
-})
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        "ChannelGroup": ".base",
+        "EncodeContext": ".base",
+        **{
+            n: ".registry"
+            for n in (
+                "LAYOUT_ORDER",
+                "PRESETS",
+                "get_group",
+                "list_groups",
+                "register_group",
+                "resolve_groups",
+                "run_groups",
+                "with_semantic_model",
+            )
+        },
+    },
+)

@@ -8,14 +8,18 @@ then stored as zeros and reported in ``Texture.absent``.  The built-in groups li
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from ..core import ops
 from ..core.config import EncodeConfig
+
+#: ``fn(ctx) -> (gh, gw, C) float32 | None``: a group's generator
+Generator = Callable[["EncodeContext"], np.ndarray | None]
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,7 @@ class ChannelGroup:
 
     name: str
     channels: tuple[str, ...]
-    generator: Callable[[EncodeContext], np.ndarray | None]
+    generator: Generator
     cost: str
     description: str
     pixels: Callable[[EncodeContext], np.ndarray] | None = None

@@ -13,7 +13,6 @@ from ..core import ops
 from .base import ChannelGroup, EncodeContext
 
 
-
 def _rgb_pixels(ctx: EncodeContext) -> np.ndarray:
     return ctx.image.astype(np.float32) * (1.0 / 255.0)
 
@@ -39,7 +38,8 @@ def _frequency_pixels(ctx: EncodeContext) -> np.ndarray:
 
 def _frequency_finish(t: np.ndarray, patch: int) -> np.ndarray:
     # absolute (not per-image) scaling into [0, 1): printed text reaches ~0.6-0.9, paper or sky ~0
-    return (1.0 - np.exp(-t * np.array([12.0, 10.0], dtype=np.float32))).astype(np.float32)
+    out: np.ndarray = (1.0 - np.exp(-t * np.array([12.0, 10.0], dtype=np.float32))).astype(np.float32)
+    return out
 
 
 def _frequency(ctx: EncodeContext) -> np.ndarray:
@@ -114,7 +114,8 @@ def _distance_pixels(ctx: EncodeContext) -> np.ndarray:
 
 
 def _distance_finish(t: np.ndarray, patch: int) -> np.ndarray:
-    return (t / (t + patch)).astype(np.float32)
+    out: np.ndarray = (t / (t + patch)).astype(np.float32)
+    return out
 
 
 def _distance(ctx: EncodeContext) -> np.ndarray:
@@ -132,23 +133,64 @@ def _temporal(ctx: EncodeContext) -> np.ndarray | None:
 
 
 RGB = ChannelGroup("rgb", ("r", "g", "b"), _rgb, "free", "mean colour of the tile", pixels=_rgb_pixels)
-EDGES = ChannelGroup("edges", ("edges_dark", "edges_light"), _edges, "low",
-                     "Sobel edges split by polarity (dark-on-light, light-on-dark), contrast-normalised",
-                     pixels=_edges_pixels)
-FREQUENCY = ChannelGroup("frequency", ("highpass", "lowpass"), _frequency, "low",
-                         "fine-detail energy |I-G1*I| and structure energy |G1*I-G4*I|",
-                         pixels=_frequency_pixels, finish=_frequency_finish)
-MOTION = ChannelGroup("motion", ("motion",), _motion, "free", "temporal difference to the previous frame (0 for still images)")
+EDGES = ChannelGroup(
+    "edges",
+    ("edges_dark", "edges_light"),
+    _edges,
+    "low",
+    "Sobel edges split by polarity (dark-on-light, light-on-dark), contrast-normalised",
+    pixels=_edges_pixels,
+)
+FREQUENCY = ChannelGroup(
+    "frequency",
+    ("highpass", "lowpass"),
+    _frequency,
+    "low",
+    "fine-detail energy |I-G1*I| and structure energy |G1*I-G4*I|",
+    pixels=_frequency_pixels,
+    finish=_frequency_finish,
+)
+MOTION = ChannelGroup(
+    "motion", ("motion",), _motion, "free", "temporal difference to the previous frame (0 for still images)"
+)
 SALIENCY = ChannelGroup("saliency", ("saliency",), _saliency, "low", "spectral-residual saliency")
-POSITION = ChannelGroup("position", ("x", "y", "eccentricity"), _position, "free",
-                        "tile centre in [0,1] and distance from the image centre")
-CLUSTERS = ChannelGroup("clusters", ("cluster_id", "cluster_dist", "cluster_size"), _clusters, "medium",
-                        "SLIC superpixel (~50): id, distance from its centroid, its size")
-TEMPORAL = ChannelGroup("temporal", ("prev_relevance", "prev_saliency", "fixations"), _temporal, "low",
-                        "previous relevance and saliency warped by optical flow, fixation history (video)")
-DISTANCE = ChannelGroup("distance", ("edge_distance",), _distance, "low", "distance to the nearest edge, d/(d+P)",
-                        pixels=_distance_pixels, finish=_distance_finish)
-ATTENTION = ChannelGroup("attention", ("attn_vlm", "attn_accum", "gaze"), _absent, "free",
-                         "caller-supplied maps (Texture.attach): VLM attention, accumulated attention, gaze")
-BOUNDARIES = ChannelGroup("boundaries", ("boundaries",), _boundaries, "low",
-                          "superpixel boundaries weighted by colour contrast (object-boundary proxy)")
+POSITION = ChannelGroup(
+    "position", ("x", "y", "eccentricity"), _position, "free", "tile centre in [0,1] and distance from the image centre"
+)
+CLUSTERS = ChannelGroup(
+    "clusters",
+    ("cluster_id", "cluster_dist", "cluster_size"),
+    _clusters,
+    "medium",
+    "SLIC superpixel (~50): id, distance from its centroid, its size",
+)
+TEMPORAL = ChannelGroup(
+    "temporal",
+    ("prev_relevance", "prev_saliency", "fixations"),
+    _temporal,
+    "low",
+    "previous relevance and saliency warped by optical flow, fixation history (video)",
+)
+DISTANCE = ChannelGroup(
+    "distance",
+    ("edge_distance",),
+    _distance,
+    "low",
+    "distance to the nearest edge, d/(d+P)",
+    pixels=_distance_pixels,
+    finish=_distance_finish,
+)
+ATTENTION = ChannelGroup(
+    "attention",
+    ("attn_vlm", "attn_accum", "gaze"),
+    _absent,
+    "free",
+    "caller-supplied maps (Texture.attach): VLM attention, accumulated attention, gaze",
+)
+BOUNDARIES = ChannelGroup(
+    "boundaries",
+    ("boundaries",),
+    _boundaries,
+    "low",
+    "superpixel boundaries weighted by colour contrast (object-boundary proxy)",
+)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from ..core.config import EncodeConfig, replace_config
 from ..core.device import encode_overlap
 from ..core.errors import ConfigError, FoveateError
 from . import image
-from .base import ChannelGroup, EncodeContext
+from .base import ChannelGroup, EncodeContext, Generator
 from .semantic import SEMANTIC
 from .text.group import TEXT
 
@@ -84,22 +85,53 @@ def with_semantic_model(config: EncodeConfig, model: str | None) -> EncodeConfig
     if not model:
         return config
     groups = resolve_groups(config)
-    return replace_config(config, {"groups": groups + ("semantic",) * ("semantic" not in groups),
-                                   "options": {**dict(config.options), "semantic_model": str(model)}})
+    out: EncodeConfig = replace_config(
+        config,
+        {
+            "groups": groups + ("semantic",) * ("semantic" not in groups),
+            "options": {**dict(config.options), "semantic_model": str(model)},
+        },
+    )
+    return out
 
 
 # ----------------------------------------------------------------------------------------------------------
 # The built-in groups, in layout order, and the presets
 
-for _group in (image.RGB, image.EDGES, image.FREQUENCY, image.MOTION, image.SALIENCY, image.POSITION, image.CLUSTERS,
-               image.TEMPORAL, SEMANTIC, image.DISTANCE, image.ATTENTION, image.BOUNDARIES, TEXT):
+for _group in (
+    image.RGB,
+    image.EDGES,
+    image.FREQUENCY,
+    image.MOTION,
+    image.SALIENCY,
+    image.POSITION,
+    image.CLUSTERS,
+    image.TEMPORAL,
+    SEMANTIC,
+    image.DISTANCE,
+    image.ATTENTION,
+    image.BOUNDARIES,
+    TEXT,
+):
     register_group(_group)
-PRESETS.update({
-    "fast": ("rgb", "edges", "frequency", "motion", "saliency", "position", "distance"),
-    "default": ("rgb", "edges", "frequency", "motion", "saliency", "position", "clusters", "distance", "boundaries",
-                "text"),
-    "full": tuple(LAYOUT_ORDER),
-})
+PRESETS.update(
+    {
+        "fast": ("rgb", "edges", "frequency", "motion", "saliency", "position", "distance"),
+        "default": (
+            "rgb",
+            "edges",
+            "frequency",
+            "motion",
+            "saliency",
+            "position",
+            "clusters",
+            "distance",
+            "boundaries",
+            "text",
+        ),
+        "full": tuple(LAYOUT_ORDER),
+    }
+)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -111,7 +143,9 @@ class _Background(threading.Thread):
 
     def __init__(self, fn: Callable[[EncodeContext], Any], ctx: EncodeContext, name: str) -> None:
         super().__init__(name=f"foveate-{name}", daemon=True)
-        self.fn, self.ctx, self.out, self.exc, self.ms = fn, ctx, None, None, 0.0
+        self.fn, self.ctx, self.ms = fn, ctx, 0.0
+        self.out: Any = None
+        self.exc: BaseException | None = None
         self.start()
 
     def run(self) -> None:
@@ -129,8 +163,9 @@ class _Background(threading.Thread):
         return self.out, self.ms
 
 
-def run_groups(ctx: EncodeContext, names: tuple[str, ...], generators: dict[str, Callable] | None = None
-               ) -> tuple[np.ndarray, list[str], dict, tuple[str, ...]]:
+def run_groups(
+    ctx: EncodeContext, names: tuple[str, ...], generators: dict[str, Generator] | None = None
+) -> tuple[np.ndarray, list[str], dict[str, float], tuple[str, ...]]:
     """Run the generators of ``names`` in order (``generators`` replaces some by name: same contract).  Background
     groups (:attr:`ChannelGroup.background`) start first, on worker threads, when
     :func:`foveate.core.device.encode_overlap` says so and other groups run meanwhile.
@@ -143,10 +178,13 @@ def run_groups(ctx: EncodeContext, names: tuple[str, ...], generators: dict[str,
     gh, gw = ctx.grid
     gens = {name: (generators or {}).get(name, get_group(name).generator) for name in names}
     background = [n for n in names if get_group(n).background and n not in (generators or {})]
-    started = {}
+    started: dict[str, _Background] = {}
     if background and len(background) < len(names) and encode_overlap():
         started = {n: _Background(gens[n], ctx, n) for n in background}
-    blocks, channels, timings, absent = [], [], {}, []
+    blocks: list[np.ndarray] = []
+    channels: list[str] = []
+    timings: dict[str, float] = {}
+    absent: list[str] = []
     for name in names:
         group = get_group(name)
         t0 = time.perf_counter()
@@ -163,7 +201,8 @@ def run_groups(ctx: EncodeContext, names: tuple[str, ...], generators: dict[str,
             out = None  # degrade: the group is absent and the texture says why
             reason = (str(exc).strip() or type(exc).__name__).splitlines()[0][:200]
             ctx.extras.setdefault("notes", []).append(
-                f"the {name} group is absent: its generator failed on this image ({type(exc).__name__}: {reason})")
+                f"the {name} group is absent: its generator failed on this image ({type(exc).__name__}: {reason})"
+            )
         if name not in timings:
             timings[name] = (time.perf_counter() - t0) * 1000.0
         if out is None:
@@ -171,8 +210,9 @@ def run_groups(ctx: EncodeContext, names: tuple[str, ...], generators: dict[str,
             absent.append(name)
         out = np.asarray(out, np.float32)
         if out.shape != (gh, gw, len(group.channels)):
-            raise RuntimeError(f"channel group {name!r} returned shape {out.shape}, "
-                               f"expected {(gh, gw, len(group.channels))}")
+            raise RuntimeError(
+                f"channel group {name!r} returned shape {out.shape}, expected {(gh, gw, len(group.channels))}"
+            )
         blocks.append(out)
         channels.extend(group.channels)
     x0 = np.concatenate(blocks, axis=-1) if blocks else np.zeros((gh, gw, 0), np.float32)

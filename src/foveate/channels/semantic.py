@@ -28,9 +28,10 @@ from __future__ import annotations
 import functools
 import os
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -62,7 +63,7 @@ class ImageTextEncoder(Protocol):
 @dataclass(frozen=True)
 class EncoderSpec:
     name: str
-    load: Callable[[str, dict], ImageTextEncoder]  # (model dir or cached id, options) -> encoder
+    load: Callable[[str, dict[str, Any]], ImageTextEncoder]  # (model dir or cached id, options) -> encoder
     description: str
 
 
@@ -90,7 +91,14 @@ class ClipEncoder:
 
     name = "clip"
 
-    def __init__(self, model, tokenizer, size: int | None = None, mean=CLIP_MEAN, std=CLIP_STD) -> None:
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        size: int | None = None,
+        mean: Sequence[float] = CLIP_MEAN,
+        std: Sequence[float] = CLIP_STD,
+    ) -> None:
         self.model = model.eval()
         self.tokenizer = tokenizer
         vc = model.config.vision_config
@@ -102,7 +110,7 @@ class ClipEncoder:
         self._vision = getattr(vm, "vision_model", vm)  # transformers 5 wraps the transformer once more
         self.max_text_tokens = int(model.config.text_config.max_position_embeddings)
 
-    def _pixels(self, image: np.ndarray):
+    def _pixels(self, image: np.ndarray) -> tuple[Any, tuple[int, int]]:
         import cv2
         import torch
 
@@ -120,23 +128,25 @@ class ClipEncoder:
 
         pixels, (gh, gw) = self._pixels(image)
         with torch.inference_mode():
-            out = self.model.vision_model(pixel_values=pixels, interpolate_pos_encoding=True)
-            tokens = self._vision.post_layernorm(out.last_hidden_state[:, 1:, :])  # drop the class token
+            vision = self.model.vision_model(pixel_values=pixels, interpolate_pos_encoding=True)
+            tokens = self._vision.post_layernorm(vision.last_hidden_state[:, 1:, :])  # drop the class token
             dense = self.model.visual_projection(tokens)  # (1, gh*gw, D)
-        return dense[0].reshape(gh, gw, -1).float().numpy()
+        out: np.ndarray = dense[0].reshape(gh, gw, -1).float().numpy()
+        return out
 
     def encode_text(self, texts: Sequence[str]) -> np.ndarray:
         import torch
 
-        batch = self.tokenizer(list(texts), padding=True, truncation=True, max_length=self.max_text_tokens,
-                               return_tensors="pt")
+        batch = self.tokenizer(
+            list(texts), padding=True, truncation=True, max_length=self.max_text_tokens, return_tensors="pt"
+        )
         with torch.inference_mode():
             out = self.model.get_text_features(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
             feats = getattr(out, "pooler_output", out)
         return torch.nn.functional.normalize(feats.float(), dim=-1).numpy()
 
 
-def load_clip(source: str, options: dict) -> ClipEncoder:
+def load_clip(source: str, options: dict[str, Any]) -> ClipEncoder:
     """A CLIP checkpoint from a local directory or the local model cache (never downloads)."""
     import json
 
@@ -151,7 +161,8 @@ def load_clip(source: str, options: dict) -> ClipEncoder:
     except (OSError, ValueError) as exc:
         raise ConfigError(
             f"semantic model {source!r} could not be loaded: it must be a local directory with a transformers "
-            f"CLIP checkpoint or a model already in the local cache (nothing is downloaded): {exc}") from None
+            f"CLIP checkpoint or a model already in the local cache (nothing is downloaded): {exc}"
+        ) from None
     mean, std = CLIP_MEAN, CLIP_STD
     pre = Path(source) / "preprocessor_config.json"
     if pre.is_file():
@@ -161,16 +172,19 @@ def load_clip(source: str, options: dict) -> ClipEncoder:
     return ClipEncoder(model, tokenizer, size=size, mean=mean, std=std)
 
 
-register_encoder(EncoderSpec("clip", load_clip, "transformers CLIPModel: projected patch tokens of the image "
-                                                "tower, pooled text tower"))
+register_encoder(
+    EncoderSpec(
+        "clip", load_clip, "transformers CLIPModel: projected patch tokens of the image tower, pooled text tower"
+    )
+)
 
 
 @functools.lru_cache(maxsize=4)
-def _load_encoder_cached(encoder: str, source: str, options: tuple) -> ImageTextEncoder:
+def _load_encoder_cached(encoder: str, source: str, options: tuple[Any, ...]) -> ImageTextEncoder:
     return ENCODERS[encoder].load(source, dict(options))
 
 
-def load_encoder(encoder: str, source: str, options: dict | None = None) -> ImageTextEncoder:
+def load_encoder(encoder: str, source: str, options: dict[str, Any] | None = None) -> ImageTextEncoder:
     """The encoder ``encoder`` (a key of :data:`ENCODERS`) loaded from ``source``, once per process."""
     if encoder not in ENCODERS:
         raise ConfigError(f"unknown semantic encoder {encoder!r}; known: {', '.join(ENCODERS)}")
@@ -203,7 +217,7 @@ def fit_pca(x: np.ndarray, k: int = N_COMPONENTS) -> Pca:
     mean = x.mean(0)
     xc = x - mean
     _, s, vt = np.linalg.svd(xc, full_matrices=False)
-    total = float((s ** 2).sum())
+    total = float((s**2).sum())
     r = min(k, vt.shape[0])
     basis = np.zeros((x.shape[1], k))
     basis[:, :r] = vt[:r].T
@@ -221,7 +235,7 @@ def _semantic_group(ctx: EncodeContext) -> np.ndarray | None:
     source = configured_model(ctx.config)
     if source is None:
         return None  # no model configured: the group is absent
-    name = ctx.config.option("semantic_encoder", "clip")
+    name = ctx.config.option("semantic_encoder") or "clip"
     opts = dict(ctx.config.options)
     t0 = time.perf_counter()
     enc = load_encoder(name, source, opts)
@@ -231,28 +245,51 @@ def _semantic_group(ctx: EncodeContext) -> np.ndarray | None:
     gh, gw = ctx.grid
     d = dense.shape[-1]
     # bilinear resampling of the patch map onto the tile grid, 4 channels per call (OpenCV's fast path)
-    grid = np.concatenate([cv2.resize(np.ascontiguousarray(dense[..., i:i + 4]), (gw, gh), interpolation=cv2.INTER_LINEAR)
-                           .reshape(gh, gw, -1) for i in range(0, d, 4)], axis=-1)  # (gh, gw, D)
+    grid = np.concatenate(
+        [
+            cv2.resize(np.ascontiguousarray(dense[..., i : i + 4]), (gw, gh), interpolation=cv2.INTER_LINEAR).reshape(
+                gh, gw, -1
+            )
+            for i in range(0, d, 4)
+        ],
+        axis=-1,
+    )  # (gh, gw, D)
     pca = fit_pca(grid.reshape(-1, d))
     coef = (grid.reshape(-1, d) - pca.mean) @ pca.basis  # (gh*gw, 16)
     scale = np.maximum(np.abs(coef).max(0), 1e-6).astype(np.float32)
     ctx.tensors["semantic_mean"] = pca.mean
     ctx.tensors["semantic_basis"] = pca.basis
     ctx.tensors["semantic_scale"] = scale
-    ctx.extras["semantic"] = {"encoder": name, "model": str(source), "dim": int(d), "patch_grid": list(dense.shape[:2]),
-                              "components": N_COMPONENTS, "explained_variance": pca.explained,
-                              "timings_ms": {"load": (t1 - t0) * 1000.0, "image_tower": (t2 - t1) * 1000.0,
-                                             "pca": (time.perf_counter() - t2) * 1000.0}}
-    return (0.5 + 0.5 * coef / scale).reshape(gh, gw, N_COMPONENTS).astype(np.float32)
+    ctx.extras["semantic"] = {
+        "encoder": name,
+        "model": str(source),
+        "dim": int(d),
+        "patch_grid": list(dense.shape[:2]),
+        "components": N_COMPONENTS,
+        "explained_variance": pca.explained,
+        "timings_ms": {
+            "load": (t1 - t0) * 1000.0,
+            "image_tower": (t2 - t1) * 1000.0,
+            "pca": (time.perf_counter() - t2) * 1000.0,
+        },
+    }
+    out: np.ndarray | None = (0.5 + 0.5 * coef / scale).reshape(gh, gw, N_COMPONENTS).astype(np.float32)
+    return out
 
 
 def semantic_coefficients(texture: Texture) -> np.ndarray:
     """(gh, gw, 16) PCA coefficients of each level-0 tile, read back from the channels."""
     a, b = texture.groups["semantic"]
     ch = texture.mean[0][..., a:b].float().cpu().numpy()
-    return (ch - 0.5) * 2.0 * texture.tensors["semantic_scale"].float().numpy()
+    out: np.ndarray = (ch - 0.5) * 2.0 * texture.tensors["semantic_scale"].float().numpy()
+    return out
 
 
-SEMANTIC = ChannelGroup("semantic", tuple(f"sem{i:02d}" for i in range(N_COMPONENTS)), _semantic_group, "high",
-                        "dense image-text embedding per tile (CLIP patch tokens), PCA to 16 dims "
-                        f"(needs a local model: semantic_model option or ${ENV_MODEL})")
+SEMANTIC = ChannelGroup(
+    "semantic",
+    tuple(f"sem{i:02d}" for i in range(N_COMPONENTS)),
+    _semantic_group,
+    "high",
+    "dense image-text embedding per tile (CLIP patch tokens), PCA to 16 dims "
+    f"(needs a local model: semantic_model option or ${ENV_MODEL})",
+)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 
 from ..core.errors import FoveateError
-from . import encode, prompt, serve, bench, eval, train, video, store, prepare  # noqa: F401  (importing a command module registers it)
+from . import bench, encode, eval, prepare, prompt, serve, store, train, video  # noqa: F401  (importing a command module registers it)
 from .common import app, err
 
 
@@ -36,4 +36,3 @@ def main() -> None:
     except OSError as exc:  # writing outputs: disk full, permission denied, ...
         err.print(f"error: {exc}", highlight=False, markup=False)
         sys.exit(1)
-

@@ -5,12 +5,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from ..vlm.rules.registry import rule_examples
-from .common import DeviceOpt, WeightsOpt, _numbers, _resolve_input, app, out
+from .common import DeviceOpt, WeightsOpt, _numbers, _resolve_image, app, out
 
 
 @app.command("bench-serve")
@@ -20,11 +19,14 @@ def bench_serve(
     images: int = typer.Option(20, "--images", help="Images uploaded first (generated pages and photos)."),
     size: int = typer.Option(512, "--size", help="Image side in pixels."),
     preset: str = typer.Option("fast", "--preset", "-p", help="Server encode preset."),
-    pools: str = typer.Option("", "--pools", help="Also compare encode pools, e.g. thread,process: uploads/s "
-                                                  "of --images fresh images per pool."),
+    pools: str = typer.Option(
+        "",
+        "--pools",
+        help="Also compare encode pools, e.g. thread,process: uploads/s of --images fresh images per pool.",
+    ),
     workers: int = typer.Option(2, "--workers", help="Encode workers for the pool comparison."),
     torch_threads: int = typer.Option(1, "--torch-threads", help="The server's torch threads (FOVEATE_TORCH_THREADS)."),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
+    json_path: Path | None = typer.Option(None, "--json", help="Also write the results as JSON here."),
 ) -> None:
     """Load-test a real `foveate serve` subprocess: upload images, then many concurrent selects; latency
     percentiles, throughput, errors, server memory before and after."""
@@ -33,25 +35,39 @@ def bench_serve(
     require("serve", "foveate bench-serve")
     from ..bench.service import run_service_bench
 
-    run_service_bench(clients=clients, requests=requests, images=images, size=size, preset=preset,
-                      pools=[p for p in pools.split(",") if p], workers=workers, torch_threads=torch_threads,
-                      json_path=json_path, console=out)
+    run_service_bench(
+        clients=clients,
+        requests=requests,
+        images=images,
+        size=size,
+        preset=preset,
+        pools=[p for p in pools.split(",") if p],
+        workers=workers,
+        torch_threads=torch_threads,
+        json_path=json_path,
+        console=out,
+    )
 
 
 @app.command()
 def bench(
-    image: list[str] = typer.Option([], "--image", "-i", help="Images to benchmark (default: the bundled photo "
-                                                               "and page, resized to 1024x1024)."),
+    image: list[str] = typer.Option(
+        [], "--image", "-i", help="Images to benchmark (default: the bundled photo and page, resized to 1024x1024)."
+    ),
     repeats: int = typer.Option(20, "--repeats", "-n", help="Repetitions per measurement (median reported)."),
     presets: str = typer.Option("fast,default,full", "--presets", help="Comma-separated presets."),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
+    json_path: Path | None = typer.Option(None, "--json", help="Also write the results as JSON here."),
     device: str = DeviceOpt,
     weights: str = WeightsOpt,
-    folder: Optional[Path] = typer.Option(None, "--folder", help="Instead: encode every image of this folder (or of "
-                                                                 "its images/) once per --ocr mode, distinct images, "
-                                                                 "no cache: per-image encode and OCR line recall."),
+    folder: Path | None = typer.Option(
+        None,
+        "--folder",
+        help="Instead: encode every image of this folder (or of "
+        "its images/) once per --ocr mode, distinct images, "
+        "no cache: per-image encode and OCR line recall.",
+    ),
     ocr: str = typer.Option("auto,always", "--ocr", help="--folder: OCR modes to compare (auto, always)."),
-    limit: Optional[int] = typer.Option(None, "--limit", help="--folder: the first N images (after one warm-up)."),
+    limit: int | None = typer.Option(None, "--limit", help="--folder: the first N images (after one warm-up)."),
 ) -> None:
     """Benchmark encode (per channel group), select (scoring + cascade, and with the token cut) and memory; or,
     with --folder, the per-image encode of a folder with gated and full-page OCR."""
@@ -64,13 +80,26 @@ def bench(
             raise typer.BadParameter(f"--ocr takes {' and/or '.join(OCR_MODES)}, got {ocr!r}")
         if not folder.is_dir():
             raise typer.BadParameter(f"{folder} is not a folder", param_hint="--folder")
-        bench_corpus(folder, modes=modes, preset=presets.split(",")[0] if presets != "fast,default,full" else "default",
-                     limit=limit, console=out, json_path=json_path)
+        bench_corpus(
+            folder,
+            modes=modes,
+            preset=presets.split(",")[0] if presets != "fast,default,full" else "default",
+            limit=limit,
+            console=out,
+            json_path=json_path,
+        )
         return
     from ..bench.encode import run_bench
 
-    run_bench([_resolve_input(p) for p in image], repeats=repeats, presets=[p for p in presets.split(",") if p],
-              json_path=json_path, device=device, console=out, weights=weights)
+    run_bench(
+        [_resolve_image(p) for p in image],
+        repeats=repeats,
+        presets=[p for p in presets.split(",") if p],
+        json_path=json_path,
+        device=device,
+        console=out,
+        weights=weights,
+    )
 
 
 @app.command("bench-ray")
@@ -80,55 +109,78 @@ def bench_ray(
     workers: str = typer.Option("1,2", "--workers", help="Ray worker counts to compare, comma-separated."),
     batch_size: int = typer.Option(16, "--batch-size", help="Images per batch (one part file)."),
     repeats: int = typer.Option(3, "--repeats", "-n", help="Repeats of the no-Ray and Ray runs (medians reported)."),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
+    json_path: Path | None = typer.Option(None, "--json", help="Also write the results as JSON here."),
 ) -> None:
     """Measure `encode --ray` on a local Ray cluster: images/s for each worker count against `encode --store` and
     the worker's code without Ray, Ray's per-image overhead, output bytes per image, reading a texture by id."""
     from ..bench.ray import run_dist_bench
 
-    run_dist_bench(sources, preset=preset, workers=_numbers(workers, "--workers", kind=int), batch_size=batch_size,
-                   repeats=repeats, json_path=json_path, console=out)
+    run_dist_bench(
+        sources,
+        preset=preset,
+        workers=_numbers(workers, "--workers", kind=int),
+        batch_size=batch_size,
+        repeats=repeats,
+        json_path=json_path,
+        console=out,
+    )
 
 
 @app.command("bench-prompt")
 def bench_prompt(
-    image: list[str] = typer.Option([], "--image", "-i", help="Images (default: the bundled photo and page, resized "
-                                                               "to 1024x1024)."),
-    rules: str = typer.Option(",".join(rule_examples()), "--rules",
-                              help="Comma-separated VLM rules."),
+    image: list[str] = typer.Option(
+        [], "--image", "-i", help="Images (default: the bundled photo and page, resized to 1024x1024)."
+    ),
+    rules: str = typer.Option(",".join(rule_examples()), "--rules", help="Comma-separated VLM rules."),
     budget: str = typer.Option("273", "--budget", "-b", help="Selection budget(s), comma-separated."),
     repeats: int = typer.Option(20, "--repeats", "-n", help="Repetitions per measurement (median reported)."),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
+    json_path: Path | None = typer.Option(None, "--json", help="Also write the results as JSON here."),
 ) -> None:
     """Time a VLM request: planning the pictures under each rule plus cutting them and building the body ("plan +
     payload"), and, separately, encoding the pictures as PNG and JPEG."""
     from ..bench.vlm import bench_prompt as run
 
-    run([_resolve_input(p) for p in image] or None, rules=tuple(r for r in rules.split(",") if r),
-        budgets=tuple(int(b) for b in _numbers(budget, "--budget", kind=int)), repeats=repeats, console=out,
-        json_path=json_path)
+    run(
+        [_resolve_image(p) for p in image] or None,
+        rules=tuple(r for r in rules.split(",") if r),
+        budgets=tuple(int(b) for b in _numbers(budget, "--budget", kind=int)),
+        repeats=repeats,
+        console=out,
+        json_path=json_path,
+    )
 
 
 @app.command("bench-video")
 def bench_video(
-    source: Optional[Path] = typer.Argument(None, help="A video file or folder of frames (default: a generated "
-                                                       "static-camera clip)."),
+    source: Path | None = typer.Argument(
+        None, help="A video file or folder of frames (default: a generated static-camera clip)."
+    ),
     frames: int = typer.Option(200, "--frames", "-n", help="Frames to stream."),
-    thresholds: str = typer.Option("0,8", "--thresholds",
-                                   help="Change thresholds to compare, comma-separated (0: the exact update; others: "
-                                        "motion-compensated)."),
-    approximate: str = typer.Option("", "--approximate",
-                                    help="Thresholds of extra exact-update sessions that re-encode only the changed "
-                                         "tiles, neighbours and full-frame fallback skipped (comma-separated)."),
-    reencode_budgets: str = typer.Option("", "--reencode-budgets",
-                                         help="Extra motion-compensated sessions (threshold 8) with these re-encode "
-                                              "budgets, shares of the frame's pixels (comma-separated)."),
-    stream: Optional[int] = typer.Option(None, "--stream",
-                                         help="Instead: resident memory over this many generated frames."),
+    thresholds: str = typer.Option(
+        "0,8",
+        "--thresholds",
+        help="Change thresholds to compare, comma-separated (0: the exact update; others: motion-compensated).",
+    ),
+    approximate: str = typer.Option(
+        "",
+        "--approximate",
+        help="Thresholds of extra exact-update sessions that re-encode only the changed "
+        "tiles, neighbours and full-frame fallback skipped (comma-separated).",
+    ),
+    reencode_budgets: str = typer.Option(
+        "",
+        "--reencode-budgets",
+        help="Extra motion-compensated sessions (threshold 8) with these re-encode "
+        "budgets, shares of the frame's pixels (comma-separated).",
+    ),
+    stream: int | None = typer.Option(
+        None, "--stream", help="Instead: resident memory over this many generated frames."
+    ),
     preset: str = typer.Option("fast", "--preset", "-p", help="Channel preset."),
-    cv_threads: Optional[int] = typer.Option(None, "--cv-threads", min=1,
-                                             help="OpenCV threads for the run (default: OpenCV's, one per core)."),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
+    cv_threads: int | None = typer.Option(
+        None, "--cv-threads", min=1, help="OpenCV threads for the run (default: OpenCV's, one per core)."
+    ),
+    json_path: Path | None = typer.Option(None, "--json", help="Also write the results as JSON here."),
     device: str = DeviceOpt,
 ) -> None:
     """Video benchmark: per-frame cost of incremental updates vs encoding every frame from scratch (same run), or
@@ -147,8 +199,27 @@ def bench_video(
     budgets = _numbers(reencode_budgets, "--reencode-budgets")
     if source is None:
         clip = (generated_frame(i, (540, 960), drift=False) for i in range(frames))
-        bench_clip(clip, preset=preset, thresholds=ts, approximate=approx, reencode_budgets=budgets, max_frames=frames,
-                   device=device, console=out, json_path=json_path, label="generated static-camera clip (3 moving boxes), 960x540")
+        bench_clip(
+            clip,
+            preset=preset,
+            thresholds=ts,
+            approximate=approx,
+            reencode_budgets=budgets,
+            max_frames=frames,
+            device=device,
+            console=out,
+            json_path=json_path,
+            label="generated static-camera clip (3 moving boxes), 960x540",
+        )
     else:
-        bench_clip(source, preset=preset, thresholds=ts, approximate=approx, reencode_budgets=budgets,
-                   max_frames=frames, device=device, console=out, json_path=json_path)
+        bench_clip(
+            source,
+            preset=preset,
+            thresholds=ts,
+            approximate=approx,
+            reencode_budgets=budgets,
+            max_frames=frames,
+            device=device,
+            console=out,
+            json_path=json_path,
+        )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 import typer
 from rich.console import Console
@@ -13,8 +13,12 @@ from rich.console import Console
 from ..core.config import DEFAULT_BUDGET, EncodeConfig
 from ..core.errors import ConfigError, FoveateError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Encode an image once; select a fixed budget of VLM tokens per query.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Encode an image once; select a fixed budget of VLM tokens per query.",
+)
 out = Console()
 err = Console(stderr=True)
 
@@ -26,25 +30,37 @@ PatchOpt = typer.Option(16, "--patch-size", help="Tile / token side P in pixels.
 LevelsOpt = typer.Option(5, "--max-levels", help="Pyramid levels (0..N-1); fewer for small images.")
 MaxPixOpt = typer.Option(EncodeConfig.max_pixels, "--max-pixels", help="Refuse images with more pixels than this.")
 DeviceOpt = typer.Option("auto", "--device", help="auto, cpu, cuda or cuda:N.")
-WeightsOpt = typer.Option("default", "--weights", help="Relevance weights: default (the trained weights foveate "
-                                                        "ships), handset, or a file written by foveate train.")
+WeightsOpt = typer.Option(
+    "default",
+    "--weights",
+    help="Relevance weights: default (the trained weights foveate ships), handset, or a file written by foveate train.",
+)
 BudgetOpt = typer.Option(DEFAULT_BUDGET, "--budget", "-b", help="Tokens to select.")
 ModeOpt = typer.Option("auto", "--mode", "-m", help="auto, quadtree, topk or uniform.")
-SemanticOpt = typer.Option(None, "--semantic-model",
-                           help="Local CLIP checkpoint directory (or an id already in the model cache) for the "
-                                "semantic channels; adds the semantic group to any preset.  Without it, "
-                                "$FOVEATE_SEMANTIC_MODEL configures the group of presets that have it (full).")
-OcrOpt = typer.Option("auto", "--ocr", help="Text group (default and full presets): auto = OCR only where a detector "
-                                             "pass on a small copy finds text; always = the whole image.")
+SemanticOpt = typer.Option(
+    None,
+    "--semantic-model",
+    help="Local CLIP checkpoint directory (or an id already in the model cache) for the "
+    "semantic channels; adds the semantic group to any preset.  Without it, "
+    "$FOVEATE_SEMANTIC_MODEL configures the group of presets that have it (full).",
+)
+OcrOpt = typer.Option(
+    "auto",
+    "--ocr",
+    help="Text group (default and full presets): auto = OCR only where a detector "
+    "pass on a small copy finds text; always = the whole image.",
+)
 
 
-def _encode_config(preset: str, patch_size: int, max_levels: int, max_pixels: int,
-                   semantic_model: Optional[str] = None, ocr: str = "auto") -> EncodeConfig:
+def _encode_config(
+    preset: str, patch_size: int, max_levels: int, max_pixels: int, semantic_model: str | None = None, ocr: str = "auto"
+) -> EncodeConfig:
     from ..channels.registry import with_semantic_model
 
     try:
-        cfg = EncodeConfig(preset=preset, patch_size=patch_size, max_levels=max_levels, max_pixels=max_pixels,
-                           options={"ocr": ocr})
+        cfg = EncodeConfig(
+            preset=preset, patch_size=patch_size, max_levels=max_levels, max_pixels=max_pixels, options=(("ocr", ocr),)
+        )
     except ConfigError as exc:
         raise typer.BadParameter(str(exc), param_hint="--ocr") from None
     return with_semantic_model(cfg, semantic_model)
@@ -57,8 +73,11 @@ def _say_absent_once(tex) -> None:
     """Say once per command that the semantic channels are absent (no model configured): nothing fakes them."""
     if "semantic" in tex.absent and "semantic" not in _SAID:
         _SAID.add("semantic")
-        err.print("note: the semantic channels are absent (zeros): no image-text model is configured "
-                  "(--semantic-model DIR or $FOVEATE_SEMANTIC_MODEL); text queries use OCR only", highlight=False)
+        err.print(
+            "note: the semantic channels are absent (zeros): no image-text model is configured "
+            "(--semantic-model DIR or $FOVEATE_SEMANTIC_MODEL); text queries use OCR only",
+            highlight=False,
+        )
 
 
 class DatasetRef(NamedTuple):
@@ -85,6 +104,14 @@ def _resolve_input(path: str) -> Path | DatasetRef:
             raise FoveateError(f"no bundled example {name!r}; known: {known}")
         return matches[0]
     return Path(path)
+
+
+def _resolve_image(path: str) -> Path:
+    """An image file or a bundled example (:func:`_resolve_input`); a texture in a dataset is no image."""
+    src = _resolve_input(path)
+    if isinstance(src, DatasetRef):
+        raise FoveateError(f"{path} is a texture in a dataset, not an image")
+    return src
 
 
 def _check_cover_early(src: Path | DatasetRef, config: EncodeConfig, select_config) -> None:
@@ -133,14 +160,18 @@ def _numbers(values: str | list[str], what: str, count: int | None = None, kind:
     return vals
 
 
-def _prompt_query(text: Optional[str], point: list[str], neg_point: list[str], box: list[str]):
+def _prompt_query(text: str | None, point: list[str], neg_point: list[str], box: list[str]):
     """A :class:`Query` from the CLI's text and SAM-style prompt options (``--point x,y``, ``--neg-point``,
     ``--box x0,y0,x1,y1``, each repeatable)."""
     from ..query.query import Query
 
     points = [_numbers(p, "--point", 2) for p in point] + [_numbers(p, "--neg-point", 2) for p in neg_point]
-    return Query(text=text, points=tuple(points), point_labels=(1,) * len(point) + (0,) * len(neg_point),
-                 boxes=tuple(_numbers(b, "--box", 4) for b in box))
+    return Query(
+        text=text,
+        points=tuple(points),
+        point_labels=(1,) * len(point) + (0,) * len(neg_point),
+        boxes=tuple(_numbers(b, "--box", 4) for b in box),
+    )
 
 
 def _slug(text: str | None, i: int) -> str:

@@ -4,15 +4,25 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from ..core.config import DEFAULT_BUDGET, SelectConfig
 from ..core.errors import FoveateError
 from ..vlm.rules.registry import rules_help
-from .common import (DeviceOpt, LevelsOpt, MaxPixOpt, PatchOpt, PresetOpt, WeightsOpt, _encode_config, _numbers, app,
-                     err, out)
+from .common import (
+    DeviceOpt,
+    LevelsOpt,
+    MaxPixOpt,
+    PatchOpt,
+    PresetOpt,
+    WeightsOpt,
+    _encode_config,
+    _numbers,
+    app,
+    err,
+    out,
+)
 
 
 @app.command("eval")
@@ -20,53 +30,94 @@ def eval_command(
     data_dir: Path = typer.Argument(..., help="A folder with queries.jsonl (image, query, boxes per line) and images."),
     budget: list[str] = typer.Option(["273"], "--budget", "-b", help="Budget(s): 273, or 64,144,273,576 for a curve."),
     mode: str = typer.Option("auto", "--mode", "-m", help="auto, quadtree, topk or uniform."),
-    floor: str = typer.Option("auto", "--floor",
-                              help="quadtree and auto modes: auto (the learned uniform floor) or off."),
+    floor: str = typer.Option(
+        "auto", "--floor", help="quadtree and auto modes: auto (the learned uniform floor) or off."
+    ),
     weights: str = WeightsOpt,
-    compare_weights: list[str] = typer.Option([], "--compare-weights", help="Another foveate row with these weights "
-                                              "(handset, default or a file), from the same textures; repeatable."),
-    split: Optional[str] = typer.Option(None, "--split", help="Evaluate one split of the images only: train, val or "
-                                        "test (the split foveate train used with --split-seed)."),
+    compare_weights: list[str] = typer.Option(
+        [],
+        "--compare-weights",
+        help="Another foveate row with these weights (handset, default or a file), from the same textures; repeatable.",
+    ),
+    split: str | None = typer.Option(
+        None,
+        "--split",
+        help="Evaluate one split of the images only: train, val or "
+        "test (the split foveate train used with --split-seed).",
+    ),
     split_seed: int = typer.Option(0, "--split-seed", help="The seed of --split (foveate train's --seed)."),
     area_exponent: float = typer.Option(1.0, "--area-exponent", help="quadtree: weight of the area a split refines."),
     min_level: int = typer.Option(0, "--min-level", help="quadtree: never split below this level."),
     topk_levels: str = typer.Option("4,2,0", "--topk-levels", help="topk: cascade stage levels, e.g. 4,3,2,1,0."),
-    topk_candidates: str = typer.Option("default", "--topk-candidates",
-                                        help="topk: candidates per stage transition, e.g. 500,none (none = keep all)."),
+    topk_candidates: str = typer.Option(
+        "default", "--topk-candidates", help="topk: candidates per stage transition, e.g. 500,none (none = keep all)."
+    ),
     gist: bool = typer.Option(True, "--gist/--no-gist", help="topk (and the random baseline): add the coarsest level."),
-    variant: list[str] = typer.Option([], "--variant", help="Another foveate row from the same textures: "
-                                      "NAME:key=value[:key=value], e.g. cascade5:mode=topk:topk_levels=4,3,2,1,0."),
-    baselines: str = typer.Option("all", "--baselines", help="all, none, or a comma-separated subset of uniform, "
-                                  "random, query_blind, oracle, full."),
+    variant: list[str] = typer.Option(
+        [],
+        "--variant",
+        help="Another foveate row from the same textures: "
+        "NAME:key=value[:key=value], e.g. cascade5:mode=topk:topk_levels=4,3,2,1,0.",
+    ),
+    baselines: str = typer.Option(
+        "all",
+        "--baselines",
+        help="all, none, or a comma-separated subset of uniform, random, query_blind, oracle, full.",
+    ),
     min_px: float = typer.Option(8.0, "--min-px", help="Text stays legible while height / scale >= this (px)."),
     hit_threshold: float = typer.Option(0.9, "--hit-threshold", help="A hit: every box legibly covered >= this."),
-    limit: Optional[int] = typer.Option(None, "--limit", "-n", help="Evaluate a random sample of N queries."),
+    limit: int | None = typer.Option(None, "--limit", "-n", help="Evaluate a random sample of N queries."),
     seed: int = typer.Option(0, "--seed", help="Seed for --limit and the random baseline."),
     random_seeds: int = typer.Option(5, "--random-seeds", help="Seeds averaged for the random baseline."),
     ocr: str = typer.Option("auto", "--ocr", help="OCR answer check: auto, on or off."),
     ocr_budget: list[str] = typer.Option([], "--ocr-budget", help="Run the (slow) OCR check at these budgets only."),
-    group_by: list[str] = typer.Option([], "--group-by", help="Also tabulate by this metadata key (e.g. isthing), or by "
-                                  "boxes: answers in one box or in several."),
-    vlm: list[str] = typer.Option([], "--vlm", help=f"VLM rule(s) to plan crops under ({rules_help()}; repeatable "
-                                  "or comma-separated): provider tokens of the plan, the whole image and a uniform resize, and the OCR "
-                                  "answer check on each."),
-    mosaic_ocr: bool = typer.Option(True, "--mosaic-ocr/--no-mosaic-ocr", help="Also OCR foveate's mosaic (off: "
-                                    "the OCR check reads the uniform and full images and the --vlm pictures only)."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Output folder (default out/eval/<set>)."),
+    group_by: list[str] = typer.Option(
+        [],
+        "--group-by",
+        help="Also tabulate by this metadata key (e.g. isthing), or by boxes: answers in one box or in several.",
+    ),
+    vlm: list[str] = typer.Option(
+        [],
+        "--vlm",
+        help=f"VLM rule(s) to plan crops under ({rules_help()}; repeatable "
+        "or comma-separated): provider tokens of the plan, the whole image and a uniform resize, and the OCR "
+        "answer check on each.",
+    ),
+    mosaic_ocr: bool = typer.Option(
+        True,
+        "--mosaic-ocr/--no-mosaic-ocr",
+        help="Also OCR foveate's mosaic (off: "
+        "the OCR check reads the uniform and full images and the --vlm pictures only).",
+    ),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Output folder (default out/eval/<set>)."),
     plots: bool = typer.Option(False, "--plots", help="Also write curves.png and gallery.png (needs matplotlib)."),
     gallery: int = typer.Option(12, "--gallery", help="Worst queries shown in gallery.png."),
     markdown: bool = typer.Option(False, "--markdown", help="Print the markdown tables (as in eval.md) to stdout."),
-    threads: Optional[int] = typer.Option(None, "--threads", help="torch CPU threads (selection's small matmuls "
-                                          "gain nothing from more than 1 on a loaded machine)."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Processes sharing the images (forked, CPU only; "
-                                          "the records do not depend on it). Default: 1 when the textures or the "
-                                          "check read text (the OCR uses every core already), else every core "
-                                          "($FOVEATE_EVAL_WORKERS)."),
-    preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
-    max_pixels: int = MaxPixOpt, device: str = DeviceOpt,
-    text_ocr: str = typer.Option("auto", "--text-ocr", help="The texture's OCR (encode's --ocr): auto = only where "
-                                                           "a detector pass on a small copy finds text; always = "
-                                                           "the whole image."),
+    threads: int | None = typer.Option(
+        None,
+        "--threads",
+        help="torch CPU threads (selection's small matmuls gain nothing from more than 1 on a loaded machine).",
+    ),
+    workers: int | None = typer.Option(
+        None,
+        "--workers",
+        help="Processes sharing the images (forked, CPU only; "
+        "the records do not depend on it). Default: 1 when the textures or the "
+        "check read text (the OCR uses every core already), else every core "
+        "($FOVEATE_EVAL_WORKERS).",
+    ),
+    preset: str = PresetOpt,
+    patch_size: int = PatchOpt,
+    max_levels: int = LevelsOpt,
+    max_pixels: int = MaxPixOpt,
+    device: str = DeviceOpt,
+    text_ocr: str = typer.Option(
+        "auto",
+        "--text-ocr",
+        help="The texture's OCR (encode's --ocr): auto = only where "
+        "a detector pass on a small copy finds text; always = "
+        "the whole image.",
+    ),
 ) -> None:
     """Measure on annotated data whether the selected tokens cover what each query asks about, next to the
     uniform, random, query-blind and oracle baselines at the same budget(s).  Writes eval.json (every
@@ -75,13 +126,20 @@ def eval_command(
 
     from ..core.errors import DatasetError
     from ..eval.baselines import BASELINES
+    from ..eval.config import EvalConfig, parse_select_value, parse_variant
     from ..eval.plots import load_pyplot
     from ..eval.report import print_tables, write_outputs
-    from ..eval.runner import EvalConfig, parse_select_value, parse_variant, run_eval
+    from ..eval.runner import run_eval
 
-    sel = SelectConfig(mode=parse_select_value("mode", mode), area_exponent=area_exponent, min_level=min_level,
-                       topk_levels=parse_select_value("topk_levels", topk_levels),
-                       topk_candidates=parse_select_value("topk_candidates", topk_candidates), gist=gist, floor=floor)
+    sel = SelectConfig(
+        mode=parse_select_value("mode", mode),
+        area_exponent=area_exponent,
+        min_level=min_level,
+        topk_levels=parse_select_value("topk_levels", topk_levels),
+        topk_candidates=parse_select_value("topk_candidates", topk_candidates),
+        gist=gist,
+        floor=floor,
+    )
     from ..weights import load_weights
 
     for w in [weights, *compare_weights]:
@@ -89,13 +147,26 @@ def eval_command(
     config = EvalConfig(
         budgets=_numbers(budget, "--budget", kind=int),
         encode=_encode_config(preset, patch_size, max_levels, max_pixels, ocr=text_ocr),
-        select=sel, variants=tuple(parse_variant(v, sel) for v in variant),
-        baselines=BASELINES if baselines == "all" else tuple(b.strip() for b in baselines.split(",")
-                                                              if b.strip() and baselines != "none"), min_px=min_px,
-        hit_threshold=hit_threshold, random_seeds=random_seeds, seed=seed, limit=limit, ocr=ocr,
-        ocr_budgets=_numbers(ocr_budget, "--ocr-budget", kind=int) if ocr_budget else None, device=device,
-        weights=weights, compare_weights=tuple(compare_weights), split=split, split_seed=split_seed,
-        vlm=tuple(r.strip() for v in vlm for r in v.split(",") if r.strip()), mosaic_ocr=mosaic_ocr)
+        select=sel,
+        variants=tuple(parse_variant(v, sel) for v in variant),
+        baselines=BASELINES
+        if baselines == "all"
+        else tuple(b.strip() for b in baselines.split(",") if b.strip() and baselines != "none"),
+        min_px=min_px,
+        hit_threshold=hit_threshold,
+        random_seeds=random_seeds,
+        seed=seed,
+        limit=limit,
+        ocr=ocr,
+        ocr_budgets=_numbers(ocr_budget, "--ocr-budget", kind=int) if ocr_budget else None,
+        device=device,
+        weights=weights,
+        compare_weights=tuple(compare_weights),
+        split=split,
+        split_seed=split_seed,
+        vlm=tuple(r.strip() for v in vlm for r in v.split(",") if r.strip()),
+        mosaic_ocr=mosaic_ocr,
+    )
     if threads is not None:
         import torch
 
@@ -106,19 +177,37 @@ def eval_command(
         raise FoveateError("--workers must be at least 1")
     if plots:
         load_pyplot()  # fail now, not after the run
-    with Progress(TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err,
-                  transient=True, disable=not err.is_terminal) as bar:
+    with Progress(
+        TextColumn("evaluating"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as bar:
         task = bar.add_task("eval", total=None)
-        result = run_eval(data_dir, config, progress=lambda done, total: bar.update(task, completed=done, total=total),
-                          workers=workers)
+        result = run_eval(
+            data_dir,
+            config,
+            progress=lambda done, total: bar.update(task, completed=done, total=total),
+            workers=workers,
+        )
     if not result.records:
         for p in result.problems[:20]:
             err.print(str(p), highlight=False, markup=False)
-        raise DatasetError(f"nothing to evaluate in {data_dir}: {result.counts.get('problems', 0)} problems, "
-                           "no valid query (see above)")
+        raise DatasetError(
+            f"nothing to evaluate in {data_dir}: {result.counts.get('problems', 0)} problems, "
+            "no valid query (see above)"
+        )
     print_tables(result, out, group_by)
-    written = write_outputs(result, output or Path("out") / "eval" / data_dir.resolve().name, plots=plots,
-                            gallery=gallery, group_by=group_by)
+    written = write_outputs(
+        result,
+        output or Path("out") / "eval" / data_dir.resolve().name,
+        plots=plots,
+        gallery=gallery,
+        group_by=group_by,
+    )
     if markdown:
         print(written["markdown"].read_text())
     out.print("wrote " + ", ".join(str(p) for p in written.values()), highlight=False)
@@ -126,17 +215,23 @@ def eval_command(
 
 @app.command("eval-video")
 def eval_video(
-    root: Path = typer.Argument(..., help="A folder with queries.jsonl (image, boxes, sequence, frame_index per line), "
-                                          "e.g. a DAVIS 2016 export."),
+    root: Path = typer.Argument(
+        ...,
+        help="A folder with queries.jsonl (image, boxes, sequence, frame_index per line), e.g. a DAVIS 2016 export.",
+    ),
     budget: int = typer.Option(DEFAULT_BUDGET, "--budget", "-b", help="Level-0 tokens per frame (top-k, no gist)."),
-    protocols: str = typer.Option("prev-box,first-box,blind", "--protocols",
-                                  help="prev-box, first-box and/or blind (comma-separated)."),
-    approximate: str = typer.Option("8,16", "--approximate",
-                                    help="Thresholds of extra exact-update sessions that re-encode only the changed "
-                                         "tiles, neighbours and full-frame fallback skipped (comma-separated; '' for "
-                                         "none)."),
+    protocols: str = typer.Option(
+        "prev-box,first-box,blind", "--protocols", help="prev-box, first-box and/or blind (comma-separated)."
+    ),
+    approximate: str = typer.Option(
+        "8,16",
+        "--approximate",
+        help="Thresholds of extra exact-update sessions that re-encode only the changed "
+        "tiles, neighbours and full-frame fallback skipped (comma-separated; '' for "
+        "none).",
+    ),
     preset: str = typer.Option("fast", "--preset", "-p", help="Channel preset."),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
+    json_path: Path | None = typer.Option(None, "--json", help="Also write the results as JSON here."),
     device: str = DeviceOpt,
 ) -> None:
     """Per-frame coverage of an annotated box, incremental updates vs encoding every frame from scratch (one run)."""
@@ -148,5 +243,13 @@ def eval_video(
         raise FoveateError(f"unknown protocol(s) {bad}; choose from {', '.join(PROTOCOLS)}")
     if not (root / "queries.jsonl").is_file():
         raise FoveateError(f"{root}: no queries.jsonl")
-    eval_boxes(root, protocols=chosen, budget=budget, preset=preset, approximate=_numbers(approximate, "--approximate"),
-               device=device, console=out, json_path=json_path)
+    eval_boxes(
+        root,
+        protocols=chosen,
+        budget=budget,
+        preset=preset,
+        approximate=_numbers(approximate, "--approximate"),
+        device=device,
+        console=out,
+        json_path=json_path,
+    )

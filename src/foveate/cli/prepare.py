@@ -28,16 +28,26 @@ def prepare(json_out: bool = typer.Option(False, "--json", help="Print what was 
     done["minilm"] = {"status": "ready", "seconds": round(time.perf_counter() - t0, 2)}
     if not json_out:
         err.print("OCR and MiniLM models: ready (they ship inside their wheels)", highlight=False)
-        err.print("question encoder: exporting MiniLM to onnxruntime and checking it against torch (once, ~10 s) ...",
-                  highlight=False)
+        err.print(
+            "question encoder: exporting MiniLM to onnxruntime and checking it against torch (once, ~10 s) ...",
+            highlight=False,
+        )
     t0 = time.perf_counter()
     encoder = prepare_query_encoder()
     done["question_encoder"] = {**encoder, "seconds": round(time.perf_counter() - t0, 2)}
     if json_out:
         out.print_json(json.dumps(done))
     elif encoder["status"] == "skipped":
-        err.print(f"question encoder: skipped ({encoder['reason']}); questions are embedded by torch. For the faster "
-                  "encoder: pip install 'foveate[onnx]', then foveate prepare", highlight=False, markup=False)
+        err.print(
+            f"question encoder: skipped ({encoder['reason']}); questions are embedded by torch. For the faster "
+            "encoder: pip install 'foveate[onnx]', then foveate prepare",
+            highlight=False,
+            markup=False,
+        )
     else:
-        err.print(f"question encoder: {encoder['status']} in {encoder['folder']} (largest difference from torch "
-                  f"{encoder['max_abs_diff']:.1g})", highlight=False, markup=False)
+        err.print(
+            f"question encoder: {encoder['status']} in {encoder['folder']} (largest difference from torch "
+            f"{encoder['max_abs_diff']:.1g})",
+            highlight=False,
+            markup=False,
+        )

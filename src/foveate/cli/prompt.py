@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.table import Table
@@ -13,8 +12,23 @@ from rich.table import Table
 from ..core.config import SelectConfig
 from ..core.errors import FoveateError
 from ..vlm.rules.registry import rules_help
-from .common import (BudgetOpt, DeviceOpt, LevelsOpt, MaxPixOpt, ModeOpt, PatchOpt, PresetOpt, _check_cover_early,
-                     _encode_config, _prompt_query, _resolve_input, _texture_for, app, err, out)
+from .common import (
+    BudgetOpt,
+    DeviceOpt,
+    LevelsOpt,
+    MaxPixOpt,
+    ModeOpt,
+    PatchOpt,
+    PresetOpt,
+    _check_cover_early,
+    _encode_config,
+    _prompt_query,
+    _resolve_input,
+    _texture_for,
+    app,
+    err,
+    out,
+)
 
 
 @app.command()
@@ -22,18 +36,22 @@ def prompt(
     source: str = typer.Argument(..., help="An image, a saved .fvt texture, or example:page / example:photo."),
     query: str = typer.Option(..., "--query", "-q", help="The question: it selects the tokens and ends the request."),
     vlm: str = typer.Option("openai", "--vlm", help=f"VLM rule: {rules_help()}."),
-    model: Optional[str] = typer.Option(None, "--model", help="Model name written into the body (default per rule)."),
+    model: str | None = typer.Option(None, "--model", help="Model name written into the body (default per rule)."),
     point: list[str] = typer.Option([], "--point", help="Also a positive point prompt 'x,y' (pixels); repeatable."),
     box: list[str] = typer.Option([], "--box", help="Also a box prompt 'x0,y0,x1,y1' (pixels); repeatable."),
     budget: int = BudgetOpt,
     mode: str = ModeOpt,
-    max_crops: Optional[int] = typer.Option(None, "--max-crops", help="At most this many crops besides the context."),
+    max_crops: int | None = typer.Option(None, "--max-crops", help="At most this many crops besides the context."),
     image_format: str = typer.Option("png", "--format", help="Picture encoding in the body: png or jpeg."),
-    output: Path = typer.Option(Path("out/prompt"), "--output", "-o",
-                                help="Folder for request.json, ledger.json and pictures/."),
+    output: Path = typer.Option(
+        Path("out/prompt"), "--output", "-o", help="Folder for request.json, ledger.json and pictures/."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the ledger as one JSON object instead of a table."),
-    preset: str = PresetOpt, patch_size: int = PatchOpt, max_levels: int = LevelsOpt,
-    max_pixels: int = MaxPixOpt, device: str = DeviceOpt,
+    preset: str = PresetOpt,
+    patch_size: int = PatchOpt,
+    max_levels: int = LevelsOpt,
+    max_pixels: int = MaxPixOpt,
+    device: str = DeviceOpt,
 ) -> None:
     """Write the request body a user posts to a VLM (OpenAI chat completions, Anthropic messages, Gemini
     generateContent; Qwen2-VL processor inputs) with the pictures foveate plans for the question under that VLM's
@@ -55,8 +73,15 @@ def prompt(
     tex = _texture_for(src, enc, device, quiet=json_out)
     q.validate(tex.image_size)
     sel = select_tokens(tex, q, config=cfg)
-    req = build_request(tex.image, sel, rule, query, model=model, image_format=image_format,
-                        max_pictures=None if max_crops is None else max_crops + 1)
+    req = build_request(
+        tex.image,
+        sel,
+        rule,
+        query,
+        model=model,
+        image_format=image_format,
+        max_pictures=None if max_crops is None else max_crops + 1,
+    )
     ledger = req.ledger()
     output.mkdir(parents=True, exist_ok=True)
     pdir = output / "pictures"
@@ -79,12 +104,23 @@ def prompt(
         err.print(f"note: {note}", highlight=False)
     table = Table("#", "picture", "source box", "sent", "model sees", "scale", "option", "tokens", box=None)
     for i, p in enumerate(ledger["pictures"], 1):
-        table.add_row(str(i), p["kind"], ",".join(map(str, p["box"])), "x".join(map(str, p["sent"])),
-                      "x".join(map(str, p["seen"])), f"1/{p['scale']:g}", str(p["option"] or ""), str(p["tokens"]))
+        table.add_row(
+            str(i),
+            p["kind"],
+            ",".join(map(str, p["box"])),
+            "x".join(map(str, p["sent"])),
+            "x".join(map(str, p["seen"])),
+            f"1/{p['scale']:g}",
+            str(p["option"] or ""),
+            str(p["tokens"]),
+        )
     out.print(table)
     u = ledger["uniform"]
-    out.print(f"{ledger['rule']} ({ledger['model']}): plan {ledger['plan_tokens']} tokens, whole image "
-              f"{ledger['image_tokens']}, uniform resize {ledger['uniform_tokens']} ({'x'.join(map(str, u['seen']))} "
-              f"seen, 1/{u['scale']:g}); {ledger['kept_tokens']} of {ledger['selected_tokens']} selected tokens at "
-              f"their scale.  Wrote {output / 'request.json'}, {output / 'ledger.json'}, {pdir}/"
-              + (f", {output / 'inputs.safetensors'}" if req.inputs is not None else ""), highlight=False)
+    out.print(
+        f"{ledger['rule']} ({ledger['model']}): plan {ledger['plan_tokens']} tokens, whole image "
+        f"{ledger['image_tokens']}, uniform resize {ledger['uniform_tokens']} ({'x'.join(map(str, u['seen']))} "
+        f"seen, 1/{u['scale']:g}); {ledger['kept_tokens']} of {ledger['selected_tokens']} selected tokens at "
+        f"their scale.  Wrote {output / 'request.json'}, {output / 'ledger.json'}, {pdir}/"
+        + (f", {output / 'inputs.safetensors'}" if req.inputs is not None else ""),
+        highlight=False,
+    )

@@ -17,8 +17,11 @@ _ADDRESS = re.compile(r"[\w.\-]+:\d+")
 
 def is_address(value: str) -> bool:
     """A Ray cluster address: ``auto``, ``local``, ``ray://...`` or ``host:port`` (not an existing path)."""
-    return value in ("auto", "local") or value.startswith("ray://") or bool(
-        _ADDRESS.fullmatch(value) and not Path(value).exists())
+    return (
+        value in ("auto", "local")
+        or value.startswith("ray://")
+        or bool(_ADDRESS.fullmatch(value) and not Path(value).exists())
+    )
 
 
 def ray_flag_argv(argv: list[str]) -> list[str]:
@@ -29,8 +32,8 @@ def ray_flag_argv(argv: list[str]) -> list[str]:
     i = argv.index("--ray")
     nxt = argv[i + 1] if i + 1 < len(argv) else None
     if nxt is not None and is_address(nxt):
-        return argv[:i] + [f"--ray={nxt}"] + argv[i + 2:]
-    return argv[:i] + ["--ray="] + argv[i + 1:]
+        return argv[:i] + [f"--ray={nxt}"] + argv[i + 2 :]
+    return argv[:i] + ["--ray="] + argv[i + 1 :]
 
 
 def split_address(value: str, images: list[str]) -> tuple[str | None, list[str]]:
@@ -41,8 +44,9 @@ def split_address(value: str, images: list[str]) -> tuple[str | None, list[str]]
     return (value, images) if is_address(value) else (None, [value, *images])
 
 
-def encode_with_ray(address_opt: str, images: list[str], output: str | None, config: EncodeConfig, workers: int,
-                    batch_size: int) -> None:
+def encode_with_ray(
+    address_opt: str, images: list[str], output: str | None, config: EncodeConfig, workers: int, batch_size: int
+) -> None:
     from ..ray.encode import encode_dataset
 
     address, images = split_address(address_opt, images)
@@ -51,15 +55,25 @@ def encode_with_ray(address_opt: str, images: list[str], output: str | None, con
     if output is None:
         raise FoveateError("--ray writes a texture dataset: give its folder with -o OUT/")
     sources = [str(_resolve_input(p)) if p.startswith("example:") else p for p in images]
-    s = encode_dataset(sources if len(sources) > 1 else sources[0], output, config=config,
-                       concurrency=workers or None, batch_size=batch_size, address=address, progress=True)
+    s = encode_dataset(
+        sources if len(sources) > 1 else sources[0],
+        output,
+        config=config,
+        concurrency=workers or None,
+        batch_size=batch_size,
+        address=address,
+        progress=True,
+    )
     d = s.to_dict()
     for source, why in s.failures.items():
         err.print(f"[yellow]failed[/] {source}: {why}", markup=True, highlight=False)
     rate = f" ({d['per_s']:.2f} images/s)" if d["per_s"] else ""
-    out.print(f"{d['rows']} images in {d['seconds']:.1f} s on {d['workers']} Ray workers{rate}: "
-              f"{s.count('encoded')} encoded, {s.count('skipped')} already in {output} (skipped), "
-              f"{s.count('duplicate')} duplicates of stored pictures, {s.count('failed')} failed (rows with the "
-              f"error).  {d['output_bytes'] / 2**20:.1f} MiB of textures written", highlight=False)
+    out.print(
+        f"{d['rows']} images in {d['seconds']:.1f} s on {d['workers']} Ray workers{rate}: "
+        f"{s.count('encoded')} encoded, {s.count('skipped')} already in {output} (skipped), "
+        f"{s.count('duplicate')} duplicates of stored pictures, {s.count('failed')} failed (rows with the "
+        f"error).  {d['output_bytes'] / 2**20:.1f} MiB of textures written",
+        highlight=False,
+    )
     if s.count("failed"):
         raise FoveateError(f"{s.count('failed')} of {d['rows']} images could not be encoded (their rows say why)")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.table import Table
@@ -15,11 +14,16 @@ from .common import app, out
 
 store_app = typer.Typer(no_args_is_help=True, help="Inspect and maintain a texture store (see `encode --store`).")
 app.add_typer(store_app, name="store")
-StoreOpt = typer.Option(None, "--store", "-s", envvar="FOVEATE_STORE",
-                        help="Store folder (default: $FOVEATE_STORE, else ~/.cache/foveate/store).")
+StoreOpt = typer.Option(
+    None,
+    "--store",
+    "-s",
+    envvar="FOVEATE_STORE",
+    help="Store folder (default: $FOVEATE_STORE, else ~/.cache/foveate/store).",
+)
 
 
-def _open_store(store: Optional[Path], create: bool = False):
+def _open_store(store: Path | None, create: bool = False):
     from ..service.settings import default_store_dir
     from ..store import TextureStore
 
@@ -37,9 +41,11 @@ def _ago(t: float) -> str:
 
 
 @store_app.command("ls")
-def store_ls(store: Optional[Path] = StoreOpt,
-             order: str = typer.Option("last_access", "--order", help="last_access, size or created."),
-             json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+def store_ls(
+    store: Path | None = StoreOpt,
+    order: str = typer.Option("last_access", "--order", help="last_access, size or created."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
     """List stored textures, most recently used first."""
     from ..core.fvt import FORMAT_VERSION
 
@@ -51,15 +57,24 @@ def store_ls(store: Optional[Path] = StoreOpt,
     table = Table("id", "size", "preset", "channels", "KiB", "encode ms", "last used", box=None)
     for e in entries:
         stale = "" if e.format_version == FORMAT_VERSION else f" [yellow](format {e.format_version}: gc drops it)[/]"
-        table.add_row(e.id + stale, f"{e.width}x{e.height}", e.preset, str(len(e.channels)), f"{e.size / 1024:.0f}",
-                      f"{e.encode_ms:.0f}", _ago(e.last_access))
+        table.add_row(
+            e.id + stale,
+            f"{e.width}x{e.height}",
+            e.preset,
+            str(len(e.channels)),
+            f"{e.size / 1024:.0f}",
+            f"{e.encode_ms:.0f}",
+            _ago(e.last_access),
+        )
     out.print(table)
 
 
 @store_app.command("info")
-def store_info(texture_id: Optional[str] = typer.Argument(None, help="A texture id (default: the whole store)."),
-               store: Optional[Path] = StoreOpt,
-               json_out: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+def store_info(
+    texture_id: str | None = typer.Argument(None, help="A texture id (default: the whole store)."),
+    store: Path | None = StoreOpt,
+    json_out: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
     """Show the store's size, cap and contents, or one texture's metadata."""
     with _open_store(store) as st:
         if texture_id is not None:
@@ -74,28 +89,38 @@ def store_info(texture_id: Optional[str] = typer.Argument(None, help="A texture 
         out.print_json(json.dumps(doc))
         return
     cap = f"{doc['max_bytes'] / 2**20:.1f} MiB" if doc["max_bytes"] else "none"
-    out.print(f"store {doc['path']}: {doc['entries']} textures, {doc['bytes'] / 2**20:.1f} MiB of textures "
-              f"(cap {cap}), {doc['file_bytes'] / 2**20:.1f} MiB on disk; format versions "
-              f"{doc['format_versions'] or '-'} (this foveate reads {doc['format_version']})", highlight=False)
+    out.print(
+        f"store {doc['path']}: {doc['entries']} textures, {doc['bytes'] / 2**20:.1f} MiB of textures "
+        f"(cap {cap}), {doc['file_bytes'] / 2**20:.1f} MiB on disk; format versions "
+        f"{doc['format_versions'] or '-'} (this foveate reads {doc['format_version']})",
+        highlight=False,
+    )
 
 
 @store_app.command("gc")
-def store_gc(store: Optional[Path] = StoreOpt,
-             verify: bool = typer.Option(False, "--verify", help="Also re-hash every blob; drop corrupt ones."),
-             max_mb: Optional[float] = typer.Option(None, "--max-mb", help="Set the size cap (MiB, 0 = none) "
-                                                                           "and evict down to it.")) -> None:
+def store_gc(
+    store: Path | None = StoreOpt,
+    verify: bool = typer.Option(False, "--verify", help="Also re-hash every blob; drop corrupt ones."),
+    max_mb: float | None = typer.Option(
+        None, "--max-mb", help="Set the size cap (MiB, 0 = none) and evict down to it."
+    ),
+) -> None:
     """Drop unreadable entries (other format versions; corrupt ones with --verify), evict to the cap, shrink
     the file."""
     with _open_store(store) as st:
         rep = st.gc(verify=verify, max_bytes=None if max_mb is None else int(max_mb * 2**20))
-    out.print(f"removed {rep.other_versions} of other format versions, {rep.corrupt} corrupt, {rep.evicted} "
-              f"evicted; textures {rep.bytes_before / 2**20:.1f} -> {rep.bytes_after / 2**20:.1f} MiB, on disk "
-              f"{rep.file_bytes_before / 2**20:.1f} -> {rep.file_bytes_after / 2**20:.1f} MiB", highlight=False)
+    out.print(
+        f"removed {rep.other_versions} of other format versions, {rep.corrupt} corrupt, {rep.evicted} "
+        f"evicted; textures {rep.bytes_before / 2**20:.1f} -> {rep.bytes_after / 2**20:.1f} MiB, on disk "
+        f"{rep.file_bytes_before / 2**20:.1f} -> {rep.file_bytes_after / 2**20:.1f} MiB",
+        highlight=False,
+    )
 
 
 @store_app.command("clear")
-def store_clear(store: Optional[Path] = StoreOpt,
-                yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask.")) -> None:
+def store_clear(
+    store: Path | None = StoreOpt, yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask.")
+) -> None:
     """Remove every texture from the store."""
     with _open_store(store) as st:
         if not yes and not typer.confirm(f"remove all {st.stats()['entries']} textures from {st.path}?"):
@@ -105,30 +130,39 @@ def store_clear(store: Optional[Path] = StoreOpt,
 
 
 @store_app.command("import")
-def store_import(dataset: str = typer.Argument(..., help="A texture dataset (folder or URI) from `encode --ray`."),
-                 store: Optional[Path] = StoreOpt) -> None:
+def store_import(
+    dataset: str = typer.Argument(..., help="A texture dataset (folder or URI) from `encode --ray`."),
+    store: Path | None = StoreOpt,
+) -> None:
     """Copy the textures of a dataset into the store (each verified; what is stored is skipped)."""
     from ..ray.reader import import_into_store
 
     with _open_store(store, create=True) as st:
         counts = import_into_store(dataset, st)
         entries = st.stats()["entries"]
-    out.print(f"imported {counts['imported']} textures, {counts['stored']} already stored, "
-              f"{counts['without_texture']} rows without a texture (failed or duplicate); store {st.path}: "
-              f"{entries} textures", highlight=False)
+    out.print(
+        f"imported {counts['imported']} textures, {counts['stored']} already stored, "
+        f"{counts['without_texture']} rows without a texture (failed or duplicate); store {st.path}: "
+        f"{entries} textures",
+        highlight=False,
+    )
 
 
 @store_app.command("bench")
 def store_bench(
     count: int = typer.Option(40, "--count", "-n", help="Textures written and read per backend."),
     size: int = typer.Option(1024, "--size", help="Image side in pixels (the blob is that image's texture)."),
-    backends: str = typer.Option("sqlite,lmdb,files", "--backends", help="Comma-separated: sqlite, lmdb, files; "
-                                                                   "sqlite-4k = SQLite with 4 KiB pages."),
-    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the results as JSON here."),
+    backends: str = typer.Option(
+        "sqlite,lmdb,files",
+        "--backends",
+        help="Comma-separated: sqlite, lmdb, files; sqlite-4k = SQLite with 4 KiB pages.",
+    ),
+    json_path: Path | None = typer.Option(None, "--json", help="Also write the results as JSON here."),
 ) -> None:
     """Measure the store's database against the alternatives: write, read (verified), concurrent read while
     another process writes, and bytes on disk."""
     from ..bench.store import run_store_bench
 
-    run_store_bench(count=count, size=size, backends=[b for b in backends.split(",") if b], json_path=json_path,
-                    console=out)
+    run_store_bench(
+        count=count, size=size, backends=[b for b in backends.split(",") if b], json_path=json_path, console=out
+    )

@@ -10,7 +10,7 @@ import hashlib
 import json
 import numbers
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -43,7 +43,8 @@ class EncodeConfig:
     """What ``encode`` computes.
 
     Attributes:
-        preset: named set of channel groups: ``fast``, ``default`` or ``full`` (see ``foveate.channels.registry.PRESETS``).
+        preset: named set of channel groups: ``fast``, ``default`` or ``full`` (see
+            ``foveate.channels.registry.PRESETS``).
         groups: explicit group names; overrides ``preset`` when given.
         patch_size: P, the side in pixels of a level-0 tile (and of every token).
         max_levels: number of pyramid levels (0..max_levels-1); small images get fewer, down to a 1x1 grid.
@@ -86,14 +87,14 @@ class EncodeConfig:
             default = CHOICE_OPTIONS[key][0]
         return dict(self.options).get(key, default)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["groups"] = list(self.groups) if self.groups is not None else None
         d["options"] = dict(self.options)
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> EncodeConfig:
+    def from_dict(cls, d: dict[str, Any]) -> EncodeConfig:
         known = {f.name for f in dataclasses.fields(cls)}
         d = {k: v for k, v in d.items() if k in known}
         if d.get("groups") is not None:
@@ -176,14 +177,18 @@ class SelectConfig:
         if len(cands) != len(levels) - 1 or any(c is not None and c < 1 for c in cands):
             raise ConfigError(
                 f"topk_candidates takes {len(levels) - 1} entries (one per stage transition, positive or None) "
-                f"for topk_levels={levels}, got {self.topk_candidates}")
+                f"for topk_levels={levels}, got {self.topk_candidates}"
+            )
         object.__setattr__(self, "topk_candidates", cands)
 
-    def replace(self, **changes) -> SelectConfig:
+    def replace(self, **changes: Any) -> SelectConfig:
         return replace_config(self, changes)
 
 
-def replace_config(config, changes: dict[str, Any], context: str = ""):
+C = TypeVar("C", EncodeConfig, SelectConfig)
+
+
+def replace_config(config: C, changes: dict[str, Any], context: str = "") -> C:
     """``dataclasses.replace(config, **changes)``, an unknown field a :class:`ConfigError` naming the valid ones."""
     if not changes:
         return config
@@ -192,4 +197,3 @@ def replace_config(config, changes: dict[str, Any], context: str = ""):
         valid = ", ".join(f.name for f in dataclasses.fields(config))
         raise ConfigError(f"{context}{type(config).__name__} has no field {', '.join(unknown)}; valid: {valid}")
     return dataclasses.replace(config, **changes)
-

@@ -17,12 +17,14 @@ import contextlib
 import functools
 import os
 import threading
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable, Iterator
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from .errors import DeviceError
 
 if TYPE_CHECKING:
+    import numpy as np
     import torch
 
 _DTYPES = {"STORAGE_DTYPE": "float16", "COMPUTE_DTYPE": "float32"}
@@ -38,11 +40,12 @@ def __getattr__(name: str) -> Any:
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 #: torch runs an element-wise copy of fewer elements than this on the calling thread (``at::internal::GRAIN_SIZE``)
 _TORCH_GRAIN = 32768
 
 
-def to_storage(maps: list, device: torch.device) -> list[torch.Tensor]:
+def to_storage(maps: list[np.ndarray], device: torch.device) -> list[torch.Tensor]:
     """(…, C) float32 NumPy tile maps as ``STORAGE_DTYPE`` tensors on ``device`` (converted on the CPU: half the bytes
     to move).  The conversion runs in pieces below torch's grain size, so on the calling thread: for maps this small
     torch's intra-op threads cost more than they save and keep spinning into what the process does next (see
@@ -62,15 +65,16 @@ def to_storage(maps: list, device: torch.device) -> list[torch.Tensor]:
 
 
 #: torch intra-op threads for small per-request CPU inference (a query's MiniLM embedding): one.  Measured on a
-#: 2-core CPU (``scripts/embed_threads.py``, BENCHMARKS.md, "Text questions: OCR at encode, a MiniLM pass per question"): two threads embed a question in ~5 ms on an idle machine
-#: but in ~470 ms when two other processes keep the cores busy (each op's thread team waits for a descheduled
-#: member); one thread takes 9 ms idle, 17 ms busy.  Per-request latency must not depend on the neighbours, and a server gets its
-#: parallelism from concurrent requests.
+#: 2-core CPU (``scripts/embed_threads.py``; BENCHMARKS.md, "Text questions: OCR at encode, a MiniLM pass per
+#: question"): two threads embed a question in ~5 ms on an idle machine but in ~470 ms when two other processes keep
+#: the cores busy (each op's thread team waits for a descheduled member); one thread takes 9 ms idle, 17 ms busy.
+#: Per-request latency must not depend on the neighbours, and a server gets its parallelism from concurrent requests.
 REQUEST_THREADS = 1
 #: torch threads for the encode's MiniLM pass over a page's OCR lines: one.  It runs on the text group's worker thread
 #: beside the other channel groups (:func:`encode_overlap`), which keep the other core busy; a two-thread team then
 #: waits for its descheduled member (see above).
 ENCODE_TORCH_THREADS = 1
+
 
 class _ThreadLimit:
     """A process-wide thread count (``get`` / ``set``) lowered to at most ``n`` while any user is inside
@@ -98,13 +102,13 @@ class _ThreadLimit:
                     self.set(self.saved)
 
 
-def _torch():
+def _torch() -> ModuleType:
     import torch
 
     return torch
 
 
-def _cv2():
+def _cv2() -> ModuleType:
     import cv2
 
     return cv2
@@ -122,8 +126,8 @@ def request_threads(n: int | None = None) -> contextlib.AbstractContextManager[N
 
 #: OpenCV threads for a video frame's motion-compensated update: one.  Its images are small (a 240 px flow copy,
 #: cells of a quarter tile, crops of 5 % of the frame): on a 2-core CPU OpenCV's second thread saves no wall time there
-#: and costs CPU in thread hand-offs (``foveate bench-video --cv-threads``, BENCHMARKS.md, "Video"); a whole frame's encode
-#: (keyframes, from scratch) keeps OpenCV's default.
+#: and costs CPU in thread hand-offs (``foveate bench-video --cv-threads``; BENCHMARKS.md, "Video"); a whole frame's
+#: encode (keyframes, from scratch) keeps OpenCV's default.
 VIDEO_UPDATE_CV_THREADS = 1
 
 
@@ -185,8 +189,9 @@ def tune_allocator() -> bool:
     leaves the allocator alone).  By default glibc serves every array above a threshold (at most 32 MB) with a fresh
     ``mmap`` and trims freed memory back to the OS, so an encode that makes and frees many image-sized arrays pays
     page faults on every one: on 2 cores a 960x540 frame's ``fast`` encode spent half its time in the kernel
-    (BENCHMARKS.md, "The allocator").  The price: the process keeps its high-water mark of memory until it exits.  The command line
-    and the service call this at start; a library user may call it once.  Returns whether the settings apply."""
+    (BENCHMARKS.md, "The allocator").  The price: the process keeps its high-water mark of memory until it exits.
+    The command line and the service call this at start; a library user may call it once.  Returns whether the
+    settings apply."""
     if os.environ.get("FOVEATE_MALLOC", "1").strip() == "0":
         return False
     try:
@@ -197,9 +202,13 @@ def tune_allocator() -> bool:
         return False
     # not glibc (macOS, Windows, musl without mallopt): nothing to tune
     return mallopt is not None and all(
-        mallopt(k, v) == 1 for k, v in ((_M_MMAP_THRESHOLD, ALLOCATOR["mmap_threshold"]),
-                                        (_M_TRIM_THRESHOLD, ALLOCATOR["trim_threshold"]),
-                                        (_M_TOP_PAD, ALLOCATOR["top_pad"])))
+        mallopt(k, v) == 1
+        for k, v in (
+            (_M_MMAP_THRESHOLD, ALLOCATOR["mmap_threshold"]),
+            (_M_TRIM_THRESHOLD, ALLOCATOR["trim_threshold"]),
+            (_M_TOP_PAD, ALLOCATOR["top_pad"]),
+        )
+    )
 
 
 def encode_overlap() -> bool:

@@ -62,11 +62,13 @@ class StoreFullError(StoreError):
     """A texture larger than the store's whole size cap: no eviction can make room, so retrying cannot help."""
 
     def __init__(self, texture_id: str, size: int, cap: int) -> None:
-        super().__init__(f"texture {texture_id} is {size:,} bytes, above the store cap of {cap:,}; raise the cap "
-                         "(foveate store gc --max-mb, foveate serve --store-max-mb) or encode a smaller image")
+        super().__init__(
+            f"texture {texture_id} is {size:,} bytes, above the store cap of {cap:,}; raise the cap "
+            "(foveate store gc --max-mb, foveate serve --store-max-mb) or encode a smaller image"
+        )
         self.texture_id, self.size, self.cap = texture_id, size, cap
 
-    def __reduce__(self):  # crosses process boundaries (the service's process pool) intact
+    def __reduce__(self) -> tuple[type[StoreFullError], tuple[str, int, int]]:  # crosses process boundaries intact
         return type(self), (self.texture_id, self.size, self.cap)
 
 

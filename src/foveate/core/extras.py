@@ -19,14 +19,23 @@ EXTRAS: dict[str, tuple[str, ...]] = {
 }
 
 
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a broken install, or a module set to None in sys.modules
+        return False
+
+
 def missing(extra: str) -> list[str]:
-    """The modules of ``extra`` that cannot be imported here."""
-    return [m for m in EXTRAS[extra] if importlib.util.find_spec(m) is None]
+    """The modules of ``extra`` that cannot be imported here (found without importing them)."""
+    return [m for m in EXTRAS[extra] if not _importable(m)]
 
 
 def require(extra: str, what: str) -> None:
     """Raise :class:`MissingExtraError` when ``extra`` is not installed: ``what`` (``"foveate serve"``) needs it."""
     absent = missing(extra)
     if absent:
-        raise MissingExtraError(f"{what} needs foveate's '{extra}' extra, which is not installed (no "
-                                f"{', '.join(absent)}): pip install 'foveate[{extra}]'")
+        raise MissingExtraError(
+            f"{what} needs foveate's '{extra}' extra, which is not installed (no "
+            f"{', '.join(absent)}): pip install 'foveate[{extra}]'"
+        )

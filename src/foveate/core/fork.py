@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-_CALLS: tuple[Callable[..., Any], Sequence[tuple]] | None = None  # what the forked workers read
+_CALLS: tuple[Callable[..., Any], Sequence[tuple[Any, ...]]] | None = None  # what the forked workers read
 
 
 def _run(i: int) -> Any:
@@ -22,11 +22,13 @@ def _run(i: int) -> Any:
         # a parent that ran torch on several threads leaves OpenMP's pool behind: a forked child that enters a
         # parallel region waits on threads it does not have, forever.  One thread never enters one.
         torch.set_num_threads(1)
+    if _CALLS is None:  # only fork_map's workers run this, after it set the calls
+        raise RuntimeError("fork_map: no calls to run")
     fn, calls = _CALLS
     return fn(*calls[i])
 
 
-def fork_map(fn: Callable[..., Any], calls: Sequence[tuple], workers: int) -> Iterator[Any]:
+def fork_map(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], workers: int) -> Iterator[Any]:
     """``fn(*call)`` for each call, in up to ``workers`` forked processes, yielded in call order.  ``fn`` must not
     start a model that is not set up already (a session that the fork copies half-made) or threads of its own."""
     if workers <= 1 or len(calls) < 2 or "fork" not in multiprocessing.get_all_start_methods():

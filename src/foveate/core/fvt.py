@@ -18,11 +18,24 @@ FORMAT_NAME = "foveate-texture"
 FORMAT_VERSION = 1
 
 _MAX_HEADER = 100_000_000
-_ITEMSIZE = {"BOOL": 1, "U8": 1, "I8": 1, "F16": 2, "BF16": 2, "I16": 2, "U16": 2, "F32": 4, "I32": 4, "U32": 4,
-             "F64": 8, "I64": 8, "U64": 8}
+_ITEMSIZE = {
+    "BOOL": 1,
+    "U8": 1,
+    "I8": 1,
+    "F16": 2,
+    "BF16": 2,
+    "I16": 2,
+    "U16": 2,
+    "F32": 4,
+    "I32": 4,
+    "U32": 4,
+    "F64": 8,
+    "I64": 8,
+    "U64": 8,
+}
 
 
-def _header(data: bytes, name: str, size: int | None = None) -> dict:
+def _header(data: bytes, name: str, size: int | None = None) -> dict[str, Any]:
     """The safetensors JSON header of ``data`` (which may hold only the file's first bytes; ``size``: the file's)."""
     size = len(data) if size is None else size
     if size < 8 or len(data) < 8:
@@ -39,7 +52,7 @@ def _header(data: bytes, name: str, size: int | None = None) -> dict:
         raise TextureFormatError(f"{name}: not a foveate texture (bad header)") from exc
 
 
-def read_meta(data: bytes, name: str, header: dict | None = None) -> dict:
+def read_meta(data: bytes, name: str, header: dict[str, Any] | None = None) -> dict[str, Any]:
     """Parse the safetensors header's foveate metadata without reading the tensors; check the format version."""
     header = _header(data, name) if header is None else header
     try:
@@ -51,7 +64,8 @@ def read_meta(data: bytes, name: str, header: dict | None = None) -> dict:
     if meta.get("format_version") != FORMAT_VERSION:
         raise TextureFormatError(
             f"{name}: texture format version {meta.get('format_version')} is not supported by this foveate "
-            f"(reads version {FORMAT_VERSION}); encode the image again")
+            f"(reads version {FORMAT_VERSION}); encode the image again"
+        )
     return meta
 
 
@@ -84,20 +98,28 @@ class TextureHeader:
 
     @property
     def level_shapes(self) -> list[tuple[int, int]]:
-        return [tuple(self.tensors[f"mean.{i}"][1][:2]) for i in range(self.num_levels)]
+        shapes = [self.tensors[f"mean.{i}"][1] for i in range(self.num_levels)]
+        return [(int(s[0]), int(s[1])) for s in shapes]
 
     @property
     def id(self) -> str:
         return f"{self.content_hash[:32]}-{self.config.hash()}"
 
     def _bytes(self, prefix: str) -> int:
-        return sum(_ITEMSIZE.get(dtype, 0) * math.prod(shape) for k, (dtype, shape) in self.tensors.items()
-                   if k.startswith(prefix))
+        return sum(
+            _ITEMSIZE.get(dtype, 0) * math.prod(shape)
+            for k, (dtype, shape) in self.tensors.items()
+            if k.startswith(prefix)
+        )
 
     def nbytes(self) -> dict[str, int]:
         """Memory by part, as :meth:`Texture.nbytes`: features, coverage, source pixels, stored extras."""
-        return {"features": self._bytes("mean.") + self._bytes("max."), "coverage": self._bytes("coverage."),
-                "pixels": self._bytes("image"), "extras": self._bytes("extra.")}
+        return {
+            "features": self._bytes("mean.") + self._bytes("max."),
+            "coverage": self._bytes("coverage."),
+            "pixels": self._bytes("image"),
+            "extras": self._bytes("extra."),
+        }
 
 
 def read_header(path: str | Path) -> TextureHeader:
@@ -117,19 +139,27 @@ def read_header(path: str | Path) -> TextureHeader:
     header = _header(data, str(path), size)
     meta = read_meta(data, str(path), header)
     try:
-        tensors = {k: (str(v["dtype"]), tuple(int(d) for d in v["shape"])) for k, v in header.items()
-                   if k != "__metadata__"}
+        tensors = {
+            k: (str(v["dtype"]), tuple(int(d) for d in v["shape"])) for k, v in header.items() if k != "__metadata__"
+        }
         out = TextureHeader(
-            config=EncodeConfig.from_dict(meta["config"]), content_hash=str(meta["content_hash"]),
-            channels=tuple(meta["channels"]), groups={k: tuple(v) for k, v in meta["groups"].items()},
-            absent=tuple(meta["absent"]), timings_ms=dict(meta.get("timings_ms", {})),
-            extras=dict(meta.get("extras", {})), tensors=tensors)
+            config=EncodeConfig.from_dict(meta["config"]),
+            content_hash=str(meta["content_hash"]),
+            channels=tuple(meta["channels"]),
+            groups={k: tuple(v) for k, v in meta["groups"].items()},
+            absent=tuple(meta["absent"]),
+            timings_ms=dict(meta.get("timings_ms", {})),
+            extras=dict(meta.get("extras", {})),
+            tensors=tensors,
+        )
         out.image_size, out.level_shapes  # noqa: B018  (the image and level 0 must be there)
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise TextureFormatError(f"{path}: incomplete texture file (missing {exc})") from exc
     if out.num_levels == 0:
         raise TextureFormatError(f"{path}: inconsistent texture file (no levels)")
     if out.config.hash() != meta.get("config_hash"):  # as Texture.load: another encoder's numbers
-        raise TextureFormatError(f"{path}: written by an encoder with different settings (config hash "
-                                 f"{meta.get('config_hash')} != {out.config.hash()}); encode the image again")
+        raise TextureFormatError(
+            f"{path}: written by an encoder with different settings (config hash "
+            f"{meta.get('config_hash')} != {out.config.hash()}); encode the image again"
+        )
     return out

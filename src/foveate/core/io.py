@@ -25,7 +25,8 @@ import io as _io
 import os
 import warnings
 from pathlib import Path
-from typing import Any, Union
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 from PIL import Image, ImageOps
@@ -34,7 +35,7 @@ from .errors import FoveateError, ImageDecodeError, ImageTooLargeError, Unsuppor
 
 DEFAULT_MAX_PIXELS = 64_000_000
 
-ImageLike = Union[str, os.PathLike, bytes, bytearray, memoryview, np.ndarray, Image.Image, Any]
+ImageLike = str | os.PathLike[str] | bytes | bytearray | memoryview | np.ndarray | Image.Image | Any
 
 #: what Pillow's decoders raise on bad data -- any exception: besides the usual (OSError, SyntaxError,
 #: struct.error, ...) a plugin may raise NotImplementedError (DDS pixel formats it does not implement),
@@ -75,7 +76,8 @@ def load_image(source: ImageLike, max_pixels: int = DEFAULT_MAX_PIXELS) -> np.nd
         return _array_to_rgb(arr, max_pixels)
     raise UnsupportedInputError(
         f"cannot read an image from {type(source).__name__}; pass a file path, encoded bytes, a NumPy array, "
-        "a PIL image or a torch tensor")
+        "a PIL image or a torch tensor"
+    )
 
 
 def peek_size(source: ImageLike, max_pixels: int = DEFAULT_MAX_PIXELS) -> tuple[int, int] | None:
@@ -99,7 +101,7 @@ def peek_size(source: ImageLike, max_pixels: int = DEFAULT_MAX_PIXELS) -> tuple[
     return h, w
 
 
-def _maybe_torch():
+def _maybe_torch() -> ModuleType | None:
     try:
         import torch
     except ImportError:  # pragma: no cover - torch is a dependency
@@ -113,7 +115,8 @@ def _check_pixels(width: int, height: int, max_pixels: int, what: str) -> None:
     if width * height > max_pixels:
         raise ImageTooLargeError(
             f"{what} is {width}x{height} = {width * height:,} pixels, above the limit of {max_pixels:,}; "
-            "downscale it or raise max_pixels (--max-pixels) if you trust the file")
+            "downscale it or raise max_pixels (--max-pixels) if you trust the file"
+        )
 
 
 def _from_path(path: Path, max_pixels: int) -> np.ndarray:
@@ -141,11 +144,14 @@ def _from_bytes(data: bytes, name: str, max_pixels: int) -> np.ndarray:
         try:
             im = Image.open(_io.BytesIO(data))
         except Image.DecompressionBombError as exc:
-            raise ImageTooLargeError(f"{name}: the image is too large to decode safely ({_reason(exc)}); the "
-                                     f"limit is {max_pixels:,} pixels") from exc
+            raise ImageTooLargeError(
+                f"{name}: the image is too large to decode safely ({_reason(exc)}); the limit is {max_pixels:,} pixels"
+            ) from exc
         except Image.UnidentifiedImageError as exc:
-            raise ImageDecodeError(f"{name}: not a readable image (unknown or unsupported format; expected PNG, "
-                                   "JPEG, WebP, TIFF, BMP, ...)") from exc
+            raise ImageDecodeError(
+                f"{name}: not a readable image (unknown or unsupported format; expected PNG, "
+                "JPEG, WebP, TIFF, BMP, ...)"
+            ) from exc
         except FoveateError:
             raise
         except _DECODE_ERRORS as exc:
@@ -167,8 +173,9 @@ def _decode_error(name: str, exc: BaseException, what: str, im: Image.Image | No
     ``UnsupportedInputError`` (415 from the service), anything else ``ImageDecodeError``."""
     if isinstance(exc, NotImplementedError):
         fmt = f" ({im.format})" if im is not None and im.format else ""
-        return UnsupportedInputError(f"{name}: an image variant{fmt} the decoder does not implement "
-                                     f"({_reason(exc)}); convert it to PNG or JPEG")
+        return UnsupportedInputError(
+            f"{name}: an image variant{fmt} the decoder does not implement ({_reason(exc)}); convert it to PNG or JPEG"
+        )
     return ImageDecodeError(f"{name}: {what} ({_reason(exc)})")
 
 
@@ -210,7 +217,8 @@ def _to_uint8(arr: np.ndarray) -> np.ndarray:
         hi = int(arr.max()) if arr.size else 0
         if hi > 255 and hi <= 65535 and int(arr.min()) >= 0:
             return _to_uint8(arr.astype(np.uint16))
-        return np.clip(arr, 0, 255).astype(np.uint8)
+        out: np.ndarray = np.clip(arr, 0, 255).astype(np.uint8)
+        return out
     raise UnsupportedInputError(f"cannot read an image from an array of dtype {arr.dtype}")
 
 
@@ -222,7 +230,8 @@ def _array_to_rgb(arr: np.ndarray, max_pixels: int) -> np.ndarray:
     if arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[-1] not in (3, 4)):
         raise UnsupportedInputError(
             f"cannot read an image from an array of shape {tuple(arr.shape)}; expected HxW, HxWxC or CxHxW "
-            "with C in 1, 3, 4")
+            "with C in 1, 3, 4"
+        )
     h, w = arr.shape[:2]
     if h == 0 or w == 0:
         raise UnsupportedInputError(f"the image array is empty (shape {tuple(arr.shape)})")

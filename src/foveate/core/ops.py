@@ -52,7 +52,8 @@ def axis_overlap(lo: np.ndarray, hi: np.ndarray, n: int, patch: int) -> np.ndarr
     in [0, P].  A box's area on a tile is the product of its two axes' overlaps."""
     t = np.arange(n + 1, dtype=np.float64) * patch
     lo, hi = np.asarray(lo, np.float64)[:, None], np.asarray(hi, np.float64)[:, None]
-    return np.clip(np.minimum(t[1:], hi) - np.maximum(t[:-1], lo), 0, None)
+    out: np.ndarray = np.clip(np.minimum(t[1:], hi) - np.maximum(t[:-1], lo), 0, None)
+    return out
 
 
 def coverage0(height: int, width: int, patch: int) -> np.ndarray:
@@ -91,12 +92,14 @@ def tile_mean(x: np.ndarray, patch: int) -> np.ndarray:
     xp = _pad_to(np.ascontiguousarray(x, dtype=np.float32), gh * patch, gw * patch)
     if xp.ndim == 3 and xp.shape[2] > 4:  # cv2.resize handles up to 4 channels fast; reshape beyond that
         sums = xp.reshape(gh, patch, gw, patch, -1).sum(axis=(1, 3))
-        return sums / (coverage0(h, w, patch)[..., None] * patch * patch)
+        tiles: np.ndarray = sums / (coverage0(h, w, patch)[..., None] * patch * patch)
+        return tiles
     means = cv2.resize(xp, (gw, gh), interpolation=cv2.INTER_AREA)  # exact block mean: integer factor
     if means.ndim == 2 and xp.ndim == 3:
         means = means[..., None]
     cov = coverage0(h, w, patch)
-    return means / (cov[..., None] if means.ndim == 3 else cov)
+    out: np.ndarray = means / (cov[..., None] if means.ndim == 3 else cov)
+    return out
 
 
 def area_shrink(img: np.ndarray, factor: int) -> np.ndarray:
@@ -136,7 +139,8 @@ def tile_abs_diff(a: np.ndarray, b: np.ndarray, patch: int) -> np.ndarray:
     if c.ndim == 3:
         c = c.sum(-1)
     sums = c[1:, 1:] - c[:-1, 1:] - c[1:, :-1] + c[:-1, :-1]
-    return (sums / (np.outer(np.diff(ys), np.diff(xs)) * n_chan)).astype(np.float32)
+    out: np.ndarray = (sums / (np.outer(np.diff(ys), np.diff(xs)) * n_chan)).astype(np.float32)
+    return out
 
 
 def mip_down(mean: np.ndarray, mx: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -170,10 +174,13 @@ def max_down(mx: np.ndarray) -> np.ndarray:
     if (h, w) != (2 * h2, 2 * w2):
         xp = np.full((2 * h2, 2 * w2, c), -np.inf, dtype=mx.dtype)
         xp[:h, :w] = mx
-    return np.maximum(np.maximum(xp[0::2, 0::2], xp[0::2, 1::2]), np.maximum(xp[1::2, 0::2], xp[1::2, 1::2]))
+    out: np.ndarray = np.maximum(np.maximum(xp[0::2, 0::2], xp[0::2, 1::2]), np.maximum(xp[1::2, 0::2], xp[1::2, 1::2]))
+    return out
 
 
-def build_mips(x0: np.ndarray, cov0: np.ndarray, n_levels: int) -> tuple[list, list, list]:
+def build_mips(
+    x0: np.ndarray, cov0: np.ndarray, n_levels: int
+) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
     """Mean-mip and max-mip of a level-0 tile texture.
 
     Args:
@@ -218,12 +225,14 @@ def pixel_pyramid(image: np.ndarray, patch: int, shapes: list[tuple[int, int]]) 
 
 def to_gray(image: np.ndarray) -> np.ndarray:
     """(H, W, 3) uint8 RGB -> (H, W) uint8 luma (ITU-R BT.601, as OpenCV)."""
-    return cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
+    out: np.ndarray = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
+    return out
 
 
 def sobel_gradients(gray: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """3x3 Sobel derivatives of a uint8 image with replicated borders.  Returns (gx, gy), (H, W) int16."""
-    return cv2.spatialGradient(gray, ksize=3, borderType=cv2.BORDER_REPLICATE)
+    out: tuple[np.ndarray, np.ndarray] = cv2.spatialGradient(gray, ksize=3, borderType=cv2.BORDER_REPLICATE)
+    return out
 
 
 def gradient_magnitude(gx: np.ndarray, gy: np.ndarray) -> np.ndarray:
@@ -241,8 +250,9 @@ def gradient_magnitude(gx: np.ndarray, gy: np.ndarray) -> np.ndarray:
     return mag * (1.0 / (4.0 * 255.0))
 
 
-def polarity_edges(gray: np.ndarray, gx: np.ndarray, gy: np.ndarray, window: int = 15,
-                   floor: float = 0.04) -> tuple[np.ndarray, np.ndarray]:
+def polarity_edges(
+    gray: np.ndarray, gx: np.ndarray, gy: np.ndarray, window: int = 15, floor: float = 0.04
+) -> tuple[np.ndarray, np.ndarray]:
     """Edges split by polarity and normalised by local contrast.
 
     The Sobel magnitude of a pixel goes to *dark-on-light* (ink on paper) when its neighbourhood is darker
@@ -313,7 +323,8 @@ def spectral_residual_saliency(gray: np.ndarray, size: int = 64) -> np.ndarray:
 
 def edge_mask(gray: np.ndarray, low: int = 40, high: int = 120) -> np.ndarray:
     """Canny edges of a lightly smoothed uint8 image.  (H, W) bool."""
-    return cv2.Canny(cv2.GaussianBlur(gray, (3, 3), 0), low, high) > 0
+    out: np.ndarray = cv2.Canny(cv2.GaussianBlur(gray, (3, 3), 0), low, high) > 0
+    return out
 
 
 #: below this distance OpenCV's float32 result is within a few ulps, well inside the half unit of d² that pins the
@@ -336,13 +347,15 @@ def distance_to_mask(mask: np.ndarray) -> np.ndarray:
     if float(d.max()) >= _SNAP_LIMIT:
         from scipy import ndimage
 
-        return ndimage.distance_transform_edt(~mask).astype(np.float32)
+        exact: np.ndarray = ndimage.distance_transform_edt(~mask).astype(np.float32)
+        return exact
     # OpenCV's distances are a few ulps off the exact ones, by an amount that depends on the thread count; an
     # exact distance is the root of an integer (dx² + dy²): round the square, take the correctly rounded root
     sq = np.square(d, dtype=np.float64)
     np.rint(sq, out=sq)
     np.sqrt(sq, out=sq)
-    return sq.astype(np.float32)
+    out: np.ndarray = sq.astype(np.float32)
+    return out
 
 
 def superpixels(image: np.ndarray, n_segments: int, size: int = 128) -> tuple[np.ndarray, np.ndarray]:
@@ -364,8 +377,9 @@ def superpixels(image: np.ndarray, n_segments: int, size: int = 128) -> tuple[np
     if sh * sw < 4 or n_segments <= 1:
         labels = np.zeros((sh, sw), dtype=np.int32)
     else:
-        labels = slic(small, n_segments=n_segments, compactness=10.0, start_label=0, channel_axis=-1,
-                      enforce_connectivity=True).astype(np.int32)
+        labels = slic(
+            small, n_segments=n_segments, compactness=10.0, start_label=0, channel_axis=-1, enforce_connectivity=True
+        ).astype(np.int32)
         _, labels = np.unique(labels, return_inverse=True)
         labels = labels.reshape(sh, sw).astype(np.int32)
     n = int(labels.max()) + 1
@@ -379,7 +393,8 @@ def resize_nearest(labels: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     h, w = labels.shape
     ys = np.minimum(((np.arange(shape[0]) + 0.5) * h / shape[0]).astype(np.int64), h - 1)
     xs = np.minimum(((np.arange(shape[1]) + 0.5) * w / shape[1]).astype(np.int64), w - 1)
-    return labels[ys[:, None], xs[None, :]]
+    out: np.ndarray = labels[ys[:, None], xs[None, :]]
+    return out
 
 
 def resize_map(x: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
@@ -388,5 +403,6 @@ def resize_map(x: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     if (h, w) == tuple(shape):
         return x.astype(np.float32)
     interp = cv2.INTER_AREA if shape[0] <= h and shape[1] <= w else cv2.INTER_LINEAR
-    out = cv2.resize(x.astype(np.float32), (shape[1], shape[0]), interpolation=interp)
-    return out.reshape(shape + x.shape[2:]) if x.ndim == 3 else out
+    resized = cv2.resize(x.astype(np.float32), (shape[1], shape[0]), interpolation=interp)
+    out: np.ndarray = resized.reshape(shape + x.shape[2:]) if x.ndim == 3 else resized
+    return out

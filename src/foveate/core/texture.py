@@ -10,23 +10,25 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import time
 import threading
+import time
 from collections import OrderedDict
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Hashable, Mapping, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import torch
 
-from . import ops
 from ..channels.base import EncodeContext
 from ..channels.registry import get_group, resolve_groups, run_groups
+from . import ops
 from .config import EncodeConfig, replace_config
 from .device import COMPUTE_DTYPE, resolve_device, to_storage
 from .errors import ConfigError, TextureFormatError
-from .fvt import FORMAT_NAME, FORMAT_VERSION, read_meta as _read_meta
+from .fvt import FORMAT_NAME, FORMAT_VERSION
+from .fvt import read_meta as _read_meta
 from .io import ImageLike, load_image
 
 
@@ -104,7 +106,7 @@ class Texture:
 
     @property
     def level_shapes(self) -> list[tuple[int, int]]:
-        return [tuple(m.shape[:2]) for m in self.mean]
+        return [(int(m.shape[0]), int(m.shape[1])) for m in self.mean]
 
     @property
     def num_tiles(self) -> int:
@@ -175,8 +177,9 @@ class Texture:
 
     def pixel_levels(self) -> list[np.ndarray]:
         """Pixel pyramid, level l of shape (gh_l * P, gw_l * P, 3) uint8 (see ``ops.pixel_pyramid``)."""
-        return self.derived(("pixels",), lambda: ops.pixel_pyramid(self.image, self.patch_size, self.level_shapes),
-                            features=False)
+        return self.derived(
+            ("pixels",), lambda: ops.pixel_pyramid(self.image, self.patch_size, self.level_shapes), features=False
+        )
 
     def flat_features(self) -> tuple[torch.Tensor, list[int]]:
         """All levels' [mean | max] stacked: (N_total, 2C) float32 on ``device``, and level start offsets."""
@@ -188,11 +191,18 @@ class Texture:
             # cost more than they save, and keep spinning into whatever the process does next (video: +4 ms a frame
             # on a busy 2-core machine)
             c = len(self.channels)
-            flat = np.concatenate([np.concatenate([m.numpy().reshape(-1, c), x.numpy().reshape(-1, c)], axis=1)
-                                   for m, x in zip(self.mean, self.max)], axis=0)
+            flat = np.concatenate(
+                [
+                    np.concatenate([m.numpy().reshape(-1, c), x.numpy().reshape(-1, c)], axis=1)
+                    for m, x in zip(self.mean, self.max)
+                ],
+                axis=0,
+            )
             return torch.from_numpy(flat.astype(np.float32)), offsets
-        rows = [torch.cat([m.reshape(-1, m.shape[-1]), x.reshape(-1, x.shape[-1])], dim=1)
-                for m, x in zip(self.mean, self.max)]
+        rows = [
+            torch.cat([m.reshape(-1, m.shape[-1]), x.reshape(-1, x.shape[-1])], dim=1)
+            for m, x in zip(self.mean, self.max)
+        ]
         return torch.cat(rows, 0).to(COMPUTE_DTYPE), offsets
 
     def invalidate(self) -> None:
@@ -292,8 +302,12 @@ class Texture:
         return path
 
     @classmethod
-    def load(cls, path: str | Path | bytes | Mapping[str, Any], device: str | torch.device | None = "cpu",
-             verify: bool = True) -> Texture:
+    def load(
+        cls,
+        path: str | Path | bytes | Mapping[str, Any],
+        device: str | torch.device | None = "cpu",
+        verify: bool = True,
+    ) -> Texture:
         """Read a ``.fvt`` file, its bytes, or a row of a texture dataset (a mapping with a ``texture`` column, as
         Ray, pandas or pyarrow give rows; see :mod:`foveate.ray`).  Encodes nothing.  A corrupt file or another
         format version raises :class:`TextureFormatError`; ``verify`` re-hashes the pixels against the stored
@@ -316,8 +330,9 @@ class Texture:
         return cls.from_bytes(data, device=device, verify=verify, name=str(path))
 
     @classmethod
-    def from_bytes(cls, data: bytes, device: str | torch.device | None = "cpu", verify: bool = True,
-                   name: str = "<bytes>") -> Texture:
+    def from_bytes(
+        cls, data: bytes, device: str | torch.device | None = "cpu", verify: bool = True, name: str = "<bytes>"
+    ) -> Texture:
         from safetensors import SafetensorError
         from safetensors.numpy import load as st_load
 
@@ -342,13 +357,15 @@ class Texture:
                 content_hash=meta["content_hash"],
                 timings_ms=dict(meta.get("timings_ms", {})),
                 extras=dict(meta.get("extras", {})),
-                tensors={k[len("extra."):]: torch.from_numpy(v) for k, v in arrays.items() if k.startswith("extra.")},
+                tensors={k[len("extra.") :]: torch.from_numpy(v) for k, v in arrays.items() if k.startswith("extra.")},
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise TextureFormatError(f"{name}: incomplete texture file (missing {exc})") from exc
         if config.hash() != meta.get("config_hash"):
-            raise TextureFormatError(f"{name}: written by an encoder with different settings (config hash "
-                                     f"{meta.get('config_hash')} != {config.hash()}); encode the image again")
+            raise TextureFormatError(
+                f"{name}: written by an encoder with different settings (config hash "
+                f"{meta.get('config_hash')} != {config.hash()}); encode the image again"
+            )
         if n_levels == 0 or tex.image.ndim != 3 or tex.mean[0].shape[-1] != len(tex.channels):
             raise TextureFormatError(f"{name}: inconsistent texture file (levels or channels do not match)")
         if verify and content_hash(tex.image) != tex.content_hash:
@@ -356,7 +373,9 @@ class Texture:
         return tex
 
 
-def compute_channels(image: np.ndarray, config: EncodeConfig, frame: dict | None = None):
+def compute_channels(
+    image: np.ndarray, config: EncodeConfig, frame: dict[str, Any] | None = None
+) -> tuple[np.ndarray, list[str], dict[str, float], tuple[str, ...], EncodeContext]:
     """Run the configured channel generators on an RGB image.  The heavy part of :func:`encode`."""
     ctx = EncodeContext(image=image, config=config, frame=frame or {})
     names = resolve_groups(config)
@@ -364,8 +383,14 @@ def compute_channels(image: np.ndarray, config: EncodeConfig, frame: dict | None
     return x0, channels, timings, absent, ctx
 
 
-def encode(image: ImageLike, config: EncodeConfig | None = None, *, preset: str | None = None,
-           device: str | torch.device | None = None, **overrides: Any) -> Texture:
+def encode(
+    image: ImageLike,
+    config: EncodeConfig | None = None,
+    *,
+    preset: str | None = None,
+    device: str | torch.device | None = None,
+    **overrides: Any,
+) -> Texture:
     """Encode an image once into a :class:`Texture`.
 
     Args:
@@ -386,9 +411,15 @@ def encode(image: ImageLike, config: EncodeConfig | None = None, *, preset: str 
     return encode_array(rgb, config, dev, decode_ms=(t1 - t0) * 1000.0)
 
 
-def encode_array(rgb: np.ndarray, config: EncodeConfig, device: torch.device | None = None,
-                 decode_ms: float = 0.0, frame: dict | None = None, *,
-                 content_hash: str | None = None) -> Texture:
+def encode_array(
+    rgb: np.ndarray,
+    config: EncodeConfig,
+    device: str | torch.device | None = None,
+    decode_ms: float = 0.0,
+    frame: dict[str, Any] | None = None,
+    *,
+    content_hash: str | None = None,
+) -> Texture:
     """:func:`encode` for an already decoded (H, W, 3) uint8 array.  ``content_hash``: :func:`content_hash` of
     ``rgb`` when the caller has already computed it (the pixels are not hashed again)."""
     dev = device if isinstance(device, torch.device) else resolve_device(device)

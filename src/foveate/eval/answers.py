@@ -8,7 +8,8 @@ import hashlib
 import math
 import time
 import unicodedata
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -110,7 +111,9 @@ class _Ocr:
     """OCR with a cache keyed by the pixels read (identical mosaics are read once) and error accounting."""
 
     def __init__(self, fn: Callable[[np.ndarray], list]) -> None:
-        self.fn, self.cache, self.calls, self.seconds = fn, {}, 0, 0.0
+        self.fn = fn
+        self.cache: dict[str, list] = {}
+        self.calls, self.seconds = 0, 0.0
 
     def __call__(self, image: np.ndarray) -> list:
         key = hashlib.sha1(np.ascontiguousarray(image).data).hexdigest() + str(image.shape)

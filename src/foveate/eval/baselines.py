@@ -6,8 +6,8 @@ over any budget) is the reference the metric itself allows.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -16,8 +16,14 @@ from ..selection.uniform import uniform_grid, uniform_scale  # noqa: F401  (unif
 
 #: every comparison row, in table order (``foveate:<variant>`` rows follow ``foveate``)
 BASELINES = ("uniform", "random", "query_blind", "oracle", "full")
-METHOD_LABELS = {"foveate": "foveate", "uniform": "uniform", "random": "random", "query_blind": "query-blind",
-                 "oracle": "oracle", "full": "full image"}
+METHOD_LABELS = {
+    "foveate": "foveate",
+    "uniform": "uniform",
+    "random": "random",
+    "query_blind": "query-blind",
+    "oracle": "oracle",
+    "full": "full image",
+}
 METHOD_HELP = {
     "foveate": "foveate with the query",
     "uniform": "the whole image resized to fit the budget on a P x P grid (what a standard VLM does)",
@@ -39,8 +45,9 @@ class Tokens:
         return int(len(self.scales))
 
     @classmethod
-    def from_tiles(cls, tiles: Sequence[tuple[int, int, int]], image_size: tuple[int, int], patch: int,
-                   grid0: tuple[int, int]) -> Tokens:
+    def from_tiles(
+        cls, tiles: Sequence[tuple[int, int, int]], image_size: tuple[int, int], patch: int, grid0: tuple[int, int]
+    ) -> Tokens:
         arr = np.array(tiles, np.int64).reshape(-1, 3)
         boxes, _, _ = tile_geometry(arr[:, 0], arr[:, 1], arr[:, 2], image_size, patch, grid0)
         return cls(boxes.astype(np.float64), np.exp2(arr[:, 0].astype(np.float64)))
@@ -69,8 +76,9 @@ def uniform_view(image: np.ndarray, scale: float) -> np.ndarray:
     return cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR)
 
 
-def random_tiles(shapes: list[tuple[int, int]], budget: int, gist: bool,
-                 rng: np.random.Generator) -> list[tuple[int, int, int]]:
+def random_tiles(
+    shapes: list[tuple[int, int]], budget: int, gist: bool, rng: np.random.Generator
+) -> list[tuple[int, int, int]]:
     """The random baseline: the top-k gist (when ``gist`` and it fits) plus distinct random level-0 tiles,
     ``min(budget, gist + all level-0 tiles)`` in all."""
     g, k = topk_split(shapes, budget, gist)

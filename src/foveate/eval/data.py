@@ -84,7 +84,8 @@ class _LineError(Exception):
 
 def _numbers(value: Any, what: str) -> list[float]:
     if not isinstance(value, (list, tuple)) or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value):
+        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value
+    ):
         raise _LineError("schema", f"{what} must be a list of finite numbers, got {json.dumps(value)[:80]}")
     return [float(v) for v in value]
 
@@ -140,8 +141,10 @@ def read_queries(data_dir: str | Path) -> tuple[list[EvalQuery], list[Problem], 
     if not Path(data_dir).is_dir():
         raise DatasetError(f"{data_dir} is not a folder; pass a folder that holds {QUERIES_FILE}")
     if not path.is_file():
-        raise DatasetError(f"no {QUERIES_FILE} in {data_dir}; a data set is a folder with {QUERIES_FILE} "
-                           "(one {\"image\", \"query\", \"boxes\"} object per line) and its images")
+        raise DatasetError(
+            f"no {QUERIES_FILE} in {data_dir}; a data set is a folder with {QUERIES_FILE} "
+            '(one {"image", "query", "boxes"} object per line) and its images'
+        )
     queries, problems, n = [], [], 0
     with open(path, encoding="utf-8", errors="replace") as f:
         for i, raw in enumerate(f, 1):
@@ -163,15 +166,26 @@ def check_boxes(q: EvalQuery, image_size: tuple[int, int]) -> tuple[EvalQuery | 
     for i, (x0, y0, x1, y1) in enumerate(q.boxes):
         desc = f"box {i} [{x0:g}, {y0:g}, {x1:g}, {y1:g}]"
         if x1 <= x0 or y1 <= y0:
-            problems.append(Problem(q.line, "box_invalid", f"{desc} is empty (need x0 < x1, y0 < y1); dropped",
-                                    False, q.image))
+            problems.append(
+                Problem(q.line, "box_invalid", f"{desc} is empty (need x0 < x1, y0 < y1); dropped", False, q.image)
+            )
         elif x1 <= 0 or y1 <= 0 or x0 >= w or y0 >= h:
-            problems.append(Problem(q.line, "box_outside", f"{desc} lies outside the {w}x{h} image {q.image}; "
-                                    "dropped", False, q.image))
+            problems.append(
+                Problem(
+                    q.line, "box_outside", f"{desc} lies outside the {w}x{h} image {q.image}; dropped", False, q.image
+                )
+            )
         else:
             if x0 < 0 or y0 < 0 or x1 > w or y1 > h:
-                problems.append(Problem(q.line, "box_clipped", f"{desc} extends beyond the {w}x{h} image "
-                                        f"{q.image}; clipped", False, q.image))
+                problems.append(
+                    Problem(
+                        q.line,
+                        "box_clipped",
+                        f"{desc} extends beyond the {w}x{h} image {q.image}; clipped",
+                        False,
+                        q.image,
+                    )
+                )
             keep.append(i)
     if not keep:
         problems.append(Problem(q.line, "no_boxes", "no usable box left; query skipped", True, q.image))

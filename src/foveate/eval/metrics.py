@@ -41,8 +41,13 @@ class QueryMetrics:
     degenerate: int = 0
 
     def to_dict(self) -> dict:
-        return {"coverage": self.coverage, "legible_coverage": self.legible_coverage, "hit": self.hit,
-                "per_box": self.per_box, "degenerate": self.degenerate}
+        return {
+            "coverage": self.coverage,
+            "legible_coverage": self.legible_coverage,
+            "hit": self.hit,
+            "per_box": self.per_box,
+            "degenerate": self.degenerate,
+        }
 
 
 def clip_boxes(boxes: np.ndarray, image_size: tuple[int, int]) -> np.ndarray:
@@ -71,8 +76,9 @@ def _covered_fraction(gt: np.ndarray, tokens: np.ndarray) -> float:
     t = tokens[(tokens[:, 0] < x1) & (tokens[:, 2] > x0) & (tokens[:, 1] < y1) & (tokens[:, 3] > y0)]
     if len(t) == 0:
         return 0.0
-    t = np.stack([np.maximum(t[:, 0], x0), np.maximum(t[:, 1], y0), np.minimum(t[:, 2], x1),
-                  np.minimum(t[:, 3], y1)], -1)
+    t = np.stack(
+        [np.maximum(t[:, 0], x0), np.maximum(t[:, 1], y0), np.minimum(t[:, 2], x1), np.minimum(t[:, 3], y1)], -1
+    )
     xs = np.unique(np.concatenate([t[:, 0], t[:, 2], [x0, x1]]))
     ys = np.unique(np.concatenate([t[:, 1], t[:, 3], [y0, y1]]))
     cover = np.zeros((len(ys) - 1, len(xs) - 1), bool)
@@ -89,8 +95,12 @@ def _union_covered_fraction(gts: np.ndarray, tokens: np.ndarray) -> float:
     if len(gts) == 0:
         return 0.0
     if len(tokens):  # only tokens that touch some box matter (keeps the grid small)
-        hits = ((tokens[:, None, 0] < gts[None, :, 2]) & (tokens[:, None, 2] > gts[None, :, 0])
-                & (tokens[:, None, 1] < gts[None, :, 3]) & (tokens[:, None, 3] > gts[None, :, 1])).any(1)
+        hits = (
+            (tokens[:, None, 0] < gts[None, :, 2])
+            & (tokens[:, None, 2] > gts[None, :, 0])
+            & (tokens[:, None, 1] < gts[None, :, 3])
+            & (tokens[:, None, 3] > gts[None, :, 1])
+        ).any(1)
         tokens = tokens[hits]
     xs = np.unique(np.concatenate([gts[:, 0], gts[:, 2]] + ([tokens[:, 0], tokens[:, 2]] if len(tokens) else [])))
     ys = np.unique(np.concatenate([gts[:, 1], gts[:, 3]] + ([tokens[:, 1], tokens[:, 3]] if len(tokens) else [])))
@@ -112,9 +122,17 @@ def _union_covered_fraction(gts: np.ndarray, tokens: np.ndarray) -> float:
     return float((cell * covered).sum() / total)
 
 
-def query_metrics(token_boxes: np.ndarray, token_levels: np.ndarray | None, gt_boxes, image_size: tuple[int, int],
-                  text_heights=None, min_px: float = DEFAULT_MIN_PX,
-                  hit_threshold: float = DEFAULT_HIT_THRESHOLD, token_scales=None, any_box: bool = False) -> QueryMetrics:
+def query_metrics(
+    token_boxes: np.ndarray,
+    token_levels: np.ndarray | None,
+    gt_boxes,
+    image_size: tuple[int, int],
+    text_heights=None,
+    min_px: float = DEFAULT_MIN_PX,
+    hit_threshold: float = DEFAULT_HIT_THRESHOLD,
+    token_scales=None,
+    any_box: bool = False,
+) -> QueryMetrics:
     """Coverage, legible coverage and hit of one selection against one query's ground truth.
 
     Args:
@@ -157,8 +175,13 @@ def query_metrics(token_boxes: np.ndarray, token_levels: np.ndarray | None, gt_b
         per_box.append({"coverage": cov, "legible_coverage": leg, "max_level": lmax})
     if any_box:
         best = max(range(len(per_box)), key=lambda i: (per_box[i]["legible_coverage"], per_box[i]["coverage"]))
-        return QueryMetrics(per_box[best]["coverage"], per_box[best]["legible_coverage"],
-                            any(b["legible_coverage"] >= hit_threshold for b in per_box), per_box, degenerate)
+        return QueryMetrics(
+            per_box[best]["coverage"],
+            per_box[best]["legible_coverage"],
+            any(b["legible_coverage"] >= hit_threshold for b in per_box),
+            per_box,
+            degenerate,
+        )
     coverage = _union_covered_fraction(gts, tok)
     legible = leg_area / area_sum if area_sum > 0 else 0.0
     hit = all(b["legible_coverage"] >= hit_threshold for b in per_box)

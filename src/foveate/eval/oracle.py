@@ -22,8 +22,14 @@ def _tile_overlap(shape: tuple[int, int], side: int, boxes: np.ndarray) -> np.nd
     return out
 
 
-def oracle_tiles(shapes: list[tuple[int, int]], patch: int, gt_boxes: np.ndarray, text_heights: np.ndarray | None,
-                 config: SelectConfig, min_px: float = DEFAULT_MIN_PX) -> list[tuple[int, int, int]]:
+def oracle_tiles(
+    shapes: list[tuple[int, int]],
+    patch: int,
+    gt_boxes: np.ndarray,
+    text_heights: np.ndarray | None,
+    config: SelectConfig,
+    min_px: float = DEFAULT_MIN_PX,
+) -> list[tuple[int, int, int]]:
     """A selection that knows the boxes, made by the same procedure as ``config.mode``, never over budget.
 
     * quadtree: :func:`quadtree_select` with priority = the area of the boxes inside a tile that are not yet
@@ -38,12 +44,17 @@ def oracle_tiles(shapes: list[tuple[int, int]], patch: int, gt_boxes: np.ndarray
         from ..selection.auto import finest_levels, legible_share
         from ..selection.quadtree import covers
 
-        picks = [oracle_tiles(shapes, patch, gt_boxes, text_heights, config.replace(mode=m), min_px)
-                 for m in ("quadtree", "topk") if m == "topk" or covers(shapes, config.budget)]
+        picks = [
+            oracle_tiles(shapes, patch, gt_boxes, text_heights, config.replace(mode=m), min_px)
+            for m in ("quadtree", "topk")
+            if m == "topk" or covers(shapes, config.budget)
+        ]
         area = (gt_boxes[:, 2] - gt_boxes[:, 0]) * (gt_boxes[:, 3] - gt_boxes[:, 1])
-        legible = [float(np.dot(area, legible_share(finest_levels(t, shapes[0]), patch, gt_boxes, heights, min_px)))
-                   for t in picks]
-        return picks[int(np.argmax(legible))]  # the first of equals: the quadtree
+        legible_area = [
+            float(np.dot(area, legible_share(finest_levels(t, shapes[0]), patch, gt_boxes, heights, min_px)))
+            for t in picks
+        ]
+        return picks[int(np.argmax(legible_area))]  # the first of equals: the quadtree
     lmax = np.array([legible_level(float(h), min_px) for h in heights], np.int64)
     if config.mode == "quadtree":
         score = []

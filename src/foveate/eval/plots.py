@@ -7,11 +7,11 @@ import dataclasses
 import math
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core.errors import FoveateError
+from ..core.errors import DatasetError, FoveateError
 from .baselines import METHOD_LABELS
 from .data import check_boxes, read_queries
 from .summary import aggregate
@@ -38,15 +38,24 @@ def plot_curves(result: EvalResult, path: Path) -> Path:
     summ = aggregate(result.records, result.config.methods)
     budgets = [int(b) for b in summ]
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    for ax, metric, label in zip(axes, ("coverage", "legible_coverage", "hit"),
-                                 ("coverage", "legible coverage", "hit rate")):
+    for ax, metric, label in zip(
+        axes, ("coverage", "legible_coverage", "hit"), ("coverage", "legible coverage", "hit rate")
+    ):
         for m in result.config.methods:
             ys = [summ[str(b)]["all"].get(m, {}).get(metric) for b in budgets]
             if any(y is not None for y in ys):
-                style = {"oracle": dict(linestyle="--"), "full": dict(linestyle="--"),
-                         "query_blind": dict(linestyle=":", marker="s", markersize=9, markerfacecolor="none")}
-                ax.plot(budgets, [np.nan if y is None else 100 * y for y in ys], **({"marker": "o"} | style.get(m, {})),
-                        label=METHOD_LABELS.get(m, m), zorder=3 if m.startswith("foveate") else 2)
+                style: dict[str, dict[str, Any]] = {
+                    "oracle": dict(linestyle="--"),
+                    "full": dict(linestyle="--"),
+                    "query_blind": dict(linestyle=":", marker="s", markersize=9, markerfacecolor="none"),
+                }
+                ax.plot(
+                    budgets,
+                    [np.nan if y is None else 100 * y for y in ys],
+                    **({"marker": "o"} | style.get(m, {})),
+                    label=METHOD_LABELS.get(m, m),
+                    zorder=3 if m.startswith("foveate") else 2,
+                )
         ax.set_xscale("log", base=2)
         ax.set_xticks(budgets, [str(b) for b in budgets])
         ax.set_xlabel("budget (tokens)")
@@ -67,9 +76,11 @@ def worst_records(result: EvalResult, n: int, budget: int | None = None, per_ima
     budgets = result.config.budgets
     b = budget if budget is not None else min(budgets, key=lambda v: abs(v - 273))
     recs = [r for r in result.records if r["budget"] == b and "foveate" in r["methods"]]
-    recs.sort(key=lambda r: (r["methods"]["foveate"]["legible_coverage"], r["methods"]["foveate"]["coverage"],
-                             r["line"]))
-    out, seen = [], Counter()
+    recs.sort(
+        key=lambda r: (r["methods"]["foveate"]["legible_coverage"], r["methods"]["foveate"]["coverage"], r["line"])
+    )
+    out: list[dict] = []
+    seen: Counter[str] = Counter()
     for r in recs:
         if seen[r["image"]] < per_image:
             out.append(r)
@@ -100,9 +111,15 @@ def plot_gallery(result: EvalResult, path: Path, n: int = 12) -> Path:
     panels = iter(axes.ravel())
     for rec in recs:
         tex = encode_array(load_image(data_dir / rec["image"]), result.config.encode)
-        sel = select(tex, rec["query"], config=dataclasses.replace(result.config.select, budget=rec["budget"],
-                                                                   cut=False), weights=result.config.weights)
+        sel = select(
+            tex,
+            rec["query"],
+            config=dataclasses.replace(result.config.select, budget=rec["budget"], cut=False),
+            weights=result.config.weights,
+        )
         q, _ = check_boxes(queries[rec["line"]], tex.image_size)
+        if q is None:  # the run kept its boxes: the data set changed since
+            raise DatasetError(f"{data_dir}, line {rec['line']}: no box of the query lies inside its image any more")
         thick = max(2, round(max(tex.image_size) / 300))
         views = [render_overlay(tex.image, sel), render_mosaic(tex, sel)]
         for img in views:
@@ -118,15 +135,21 @@ def plot_gallery(result: EvalResult, path: Path, n: int = 12) -> Path:
         f = rec["methods"]["foveate"]
         ax = next(panels)
         ax.imshow(views[0])
-        ax.set_title(f"line {rec['line']}: {rec['query'][:40]}\nlegible {100 * f['legible_coverage']:.0f}%, "
-                     f"coverage {100 * f['coverage']:.0f}%, {f['tokens']} tokens", fontsize=8)
+        ax.set_title(
+            f"line {rec['line']}: {rec['query'][:40]}\nlegible {100 * f['legible_coverage']:.0f}%, "
+            f"coverage {100 * f['coverage']:.0f}%, {f['tokens']} tokens",
+            fontsize=8,
+        )
         ax = next(panels)
         ax.imshow(views[1][cy0:cy1, cx0:cx1])
         ax.set_title(f"mosaic near the boxes ({rec['image'][-28:]})", fontsize=8)
     for ax in axes.ravel():
         ax.axis("off")
-    fig.suptitle(f"{Path(result.data_dir).name}: worst {len(recs)} queries at budget {recs[0]['budget']}, one per "
-                 "image (red: ground truth)", fontsize=10)
+    fig.suptitle(
+        f"{Path(result.data_dir).name}: worst {len(recs)} queries at budget {recs[0]['budget']}, one per "
+        "image (red: ground truth)",
+        fontsize=10,
+    )
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / fig.get_figheight()))  # leave room for the title
     fig.savefig(path, dpi=100)
     plt.close(fig)

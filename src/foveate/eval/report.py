@@ -4,15 +4,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .answers import OCR_METHODS
 from .baselines import METHOD_LABELS
+from .config import SELECT_KNOBS
 from .plots import plot_curves, plot_gallery
-from .runner import SELECT_KNOBS
 from .summary import aggregate
 from .vlm import vlm_rows
 
@@ -50,8 +51,14 @@ def summary_rows(result: EvalResult) -> tuple[list[str], list[list[str]]]:
             label = METHOD_LABELS.get(m, m)
             if m == "random":
                 label += f" ({result.config.random_seeds} seeds)"
-            row = [budget, label, f"{s['tokens']:.0f}", _pct(s["coverage"]), _pct(s["legible_coverage"]),
-                   _pct(s["hit"])]
+            row = [
+                budget,
+                label,
+                f"{s['tokens']:.0f}",
+                _pct(s["coverage"]),
+                _pct(s["legible_coverage"]),
+                _pct(s["hit"]),
+            ]
             if show_ocr:
                 row.append(_ocr_cell(g, m, result))
             rows.append(row)
@@ -69,19 +76,26 @@ def group_rows(result: EvalResult, key: str = "bucket") -> tuple[list[str], list
     rows = []
     for budget, groups in agg.items():
         for name, g in groups.items():
-            rows.append([budget, name, str(g["n"])] + [
-                f"{_pct(g[m]['legible_coverage'])} / {_pct(g[m]['hit'])}" if m in g else "-" for m in methods])
+            rows.append(
+                [budget, name, str(g["n"])]
+                + [f"{_pct(g[m]['legible_coverage'])} / {_pct(g[m]['hit'])}" if m in g else "-" for m in methods]
+            )
             if show_ocr:
                 o = g.get("ocr", {})
-                rows[-1].append(f"{_pct(o['foveate']['exact'])} / {_pct(o['full']['exact'])} ({o['foveate']['n']})"
-                                if "foveate" in o and "full" in o else "-")
+                rows[-1].append(
+                    f"{_pct(o['foveate']['exact'])} / {_pct(o['full']['exact'])} ({o['foveate']['n']})"
+                    if "foveate" in o and "full" in o
+                    else "-"
+                )
     return header, rows
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> str:
     right = {i for i, h in enumerate(header) if h not in ("method", "bucket", "rule") and not h.startswith("OCR")}
-    lines = ["| " + " | ".join(header) + " |",
-             "|" + "|".join("---:" if i in right else "---" for i in range(len(header))) + "|"]
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---:" if i in right else "---" for i in range(len(header))) + "|",
+    ]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)
 
@@ -92,18 +106,28 @@ def describe_run(result: EvalResult) -> str:
     sel = cfg.select
     quad = f"area_exponent {sel.area_exponent:g}, min_level {sel.min_level}"
     topk = f"levels {','.join(map(str, sel.topk_levels))}, gist {'on' if sel.gist else 'off'}"
-    mode = sel.mode + {"quadtree": f" ({quad})", "topk": f" ({topk})",
-                       "auto": f" (quadtree: {quad}; topk: {topk})"}.get(sel.mode, "")
-    text = (f"{c.get('evaluated_queries', 0)} queries on {c.get('encodes', 0)} images ({c.get('encodes', 0)} encodes "
-            f"for {c.get('records', 0)} query x budget evaluations); preset {cfg.encode.preset}, patch "
-            f"{cfg.encode.patch_size}, mode {mode}; legible when text height / scale >= {cfg.min_px:g} px, hit when "
-            f"every box is >= {100 * cfg.hit_threshold:g} % legibly covered; seed {cfg.seed}"
-            + (f", random sample of {cfg.limit} queries" if cfg.limit else "")
-            + f". Wall time {result.timings_s.get('wall', 0):.0f} s.")
+    mode = sel.mode + {
+        "quadtree": f" ({quad})",
+        "topk": f" ({topk})",
+        "auto": f" (quadtree: {quad}; topk: {topk})",
+    }.get(sel.mode, "")
+    text = (
+        f"{c.get('evaluated_queries', 0)} queries on {c.get('encodes', 0)} images ({c.get('encodes', 0)} encodes "
+        f"for {c.get('records', 0)} query x budget evaluations); preset {cfg.encode.preset}, patch "
+        f"{cfg.encode.patch_size}, mode {mode}; legible when text height / scale >= {cfg.min_px:g} px, hit when "
+        f"every box is >= {100 * cfg.hit_threshold:g} % legibly covered; seed {cfg.seed}"
+        + (f", random sample of {cfg.limit} queries" if cfg.limit else "")
+        + f". Wall time {result.timings_s.get('wall', 0):.0f} s."
+    )
     if cfg.variants:
-        text += " Variants: " + "; ".join(f"{n} = " + ", ".join(f"{k}={getattr(v, k)}" for k in SELECT_KNOBS
-                                                               if getattr(v, k) != getattr(sel, k))
-                                          for n, v in cfg.variants) + "."
+        text += (
+            " Variants: "
+            + "; ".join(
+                f"{n} = " + ", ".join(f"{k}={getattr(v, k)}" for k in SELECT_KNOBS if getattr(v, k) != getattr(sel, k))
+                for n, v in cfg.variants
+            )
+            + "."
+        )
     return text
 
 
@@ -113,7 +137,9 @@ def problem_summary(result: EvalResult) -> str:
     if not kinds:
         return "No problems in the data."
     parts = ", ".join(f"{v} {k}" for k, v in sorted(kinds.items()))
-    return f"{c.get('problems', 0)} problems ({parts}); {c.get('skipped_lines', 0)} of {c.get('lines', 0)} lines skipped."
+    return (
+        f"{c.get('problems', 0)} problems ({parts}); {c.get('skipped_lines', 0)} of {c.get('lines', 0)} lines skipped."
+    )
 
 
 def render_markdown(result: EvalResult, title: str | None = None, group_by: Sequence[str] = ()) -> str:
@@ -122,18 +148,24 @@ def render_markdown(result: EvalResult, title: str | None = None, group_by: Sequ
     out = [f"### {title}", "", describe_run(result), ""]
     out += [_md_table(*summary_rows(result)), ""]
     if result.ocr["status"] == "ok":
-        out += ["OCR: share of queries whose answer_text is read at its box (exact / fuzzy match, see EVAL.md); "
-                "foveate = OCR of the mosaic, uniform = of the resized image, full image = of the original.", ""]
+        out += [
+            "OCR: share of queries whose answer_text is read at its box (exact / fuzzy match, see EVAL.md); "
+            "foveate = OCR of the mosaic, uniform = of the resized image, full image = of the original.",
+            "",
+        ]
     elif result.ocr["status"] != "not applicable":
         out += [f"OCR column: {result.ocr['status']} -- {result.ocr['reason']}.", ""]
     same = [r["same_as_query_blind"] for r in result.records if "same_as_query_blind" in r]
     if same:
         out += [f"foveate's selection equals the query-blind one for {100 * np.mean(same):.1f} % of the queries.", ""]
     if any("vlm" in r for r in result.records):
-        out += ["VLM plans (`--vlm`): provider tokens of foveate's crop plan, of the whole image as the provider takes "
-                "it and of a uniform resize with at most the plan's tokens (means per query; plan / image = sum of plan "
-                "tokens over sum of image tokens), and the OCR answer check exact / fuzzy % on the pictures as the "
-                "model sees them (over the queries read in all three).", ""]
+        out += [
+            "VLM plans (`--vlm`): provider tokens of foveate's crop plan, of the whole image as the provider takes "
+            "it and of a uniform resize with at most the plan's tokens (means per query; plan / image = sum of plan "
+            "tokens over sum of image tokens), and the OCR answer check exact / fuzzy % on the pictures as the "
+            "model sees them (over the queries read in all three).",
+            "",
+        ]
         out += [_md_table(*vlm_rows(result.records)), ""]
     out += ["Legible coverage / hit (%) by box size (a query's mean box area as a share of the image):", ""]
     out += [_md_table(*group_rows(result, "bucket")), ""]
@@ -175,8 +207,9 @@ def print_tables(result: EvalResult, console, group_by: Sequence[str] = ()) -> N
     console.print(problem_summary(result), highlight=False)
 
 
-def write_outputs(result: EvalResult, outdir: str | Path, *, plots: bool = False, gallery: int = 12,
-                  group_by: Sequence[str] = ()) -> dict[str, Path]:
+def write_outputs(
+    result: EvalResult, outdir: str | Path, *, plots: bool = False, gallery: int = 12, group_by: Sequence[str] = ()
+) -> dict[str, Path]:
     """Write ``eval.json`` (config, counts, timings, aggregates, problems, every record) and ``eval.md``; with
     ``plots``, ``curves.png`` (metric vs budget per method) and ``gallery.png`` (the worst queries)."""
     out = Path(outdir)

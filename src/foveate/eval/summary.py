@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -43,8 +43,9 @@ def aggregate(records: list[dict], methods: Sequence[str], key: str | None = Non
         acc[(r["budget"], _group_key(r, key))]["_"].append(r)
     out: dict = {}
     order = [b for b, _ in SIZE_BUCKETS] if key == "bucket" else None
-    for (budget, group), d in sorted(acc.items(), key=lambda kv: (kv[0][0], order.index(kv[0][1]) if order
-                                                                  else kv[0][1])):
+    for (budget, group), d in sorted(
+        acc.items(), key=lambda kv: (kv[0][0], order.index(kv[0][1]) if order else kv[0][1])
+    ):
         recs = d["_"]
         g: dict = {"n": len(recs)}
         for m in methods:
@@ -55,8 +56,11 @@ def aggregate(records: list[dict], methods: Sequence[str], key: str | None = Non
         for m in OCR_METHODS:
             rows = [r["ocr"][m] for r in recs if m in r.get("ocr", {})]
             if rows:
-                ocr[m] = {"exact": float(np.mean([x["exact"] for x in rows])),
-                          "fuzzy": float(np.mean([x["fuzzy"] for x in rows])), "n": len(rows)}
+                ocr[m] = {
+                    "exact": float(np.mean([x["exact"] for x in rows])),
+                    "fuzzy": float(np.mean([x["fuzzy"] for x in rows])),
+                    "n": len(rows),
+                }
         if ocr:
             g["ocr"] = ocr
         same = [r["same_as_query_blind"] for r in recs if "same_as_query_blind" in r]

@@ -23,7 +23,6 @@ from ..core.io import load_image
 from ..video import VideoPredictor
 from .metrics import query_metrics
 
-
 PROTOCOLS = {
     "prev-box": "box prompt = the previous frame's ground-truth box (frame 0: its own box)",
     "first-box": "box prompt on frame 0 only; later frames query-blind, carried by the memory (prev_relevance)",
@@ -31,9 +30,17 @@ PROTOCOLS = {
 }
 
 
-def eval_boxes(root: str | Path, *, protocols: tuple[str, ...] = tuple(PROTOCOLS), budget: int = 273,
-               preset: str = "fast", approximate: tuple[float, ...] = (8.0, 16.0), device: str = "cpu",
-               console: Console | None = None, json_path: Path | None = None) -> dict[str, Any]:
+def eval_boxes(
+    root: str | Path,
+    *,
+    protocols: tuple[str, ...] = tuple(PROTOCOLS),
+    budget: int = 273,
+    preset: str = "fast",
+    approximate: tuple[float, ...] = (8.0, 16.0),
+    device: str = "cpu",
+    console: Console | None = None,
+    json_path: Path | None = None,
+) -> dict[str, Any]:
     """Per-frame coverage of the annotated box by ``budget`` level-0 tokens (top-k, no gist), incremental sessions
     against a from-scratch one, fed the same frames and queries in one run, per sequence and overall.
 
@@ -53,8 +60,12 @@ def eval_boxes(root: str | Path, *, protocols: tuple[str, ...] = tuple(PROTOCOLS
     predictor = VideoPredictor(EncodeConfig(preset=preset), select_config=cfg, device=device)
     variants: dict[str, dict] = {"scratch": {"incremental": False}, "incremental": {}}
     for t in approximate:
-        variants[f"approx t={t:g}"] = {"change_threshold": t, "update": "exact", "refresh_neighbours": False,
-                                       "full_frame_share": 1.0}
+        variants[f"approx t={t:g}"] = {
+            "change_threshold": t,
+            "update": "exact",
+            "refresh_neighbours": False,
+            "full_frame_share": 1.0,
+        }
     cov: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     reenc: dict[tuple[str, str], list[float]] = defaultdict(list)
     for seq, items in seqs.items():
@@ -69,42 +80,83 @@ def eval_boxes(root: str | Path, *, protocols: tuple[str, ...] = tuple(PROTOCOLS
                 stats = predictor.add_frame(st, image)
                 if p == protocols[0]:
                     reenc[(seq, v)].append(stats.reencoded_share)
-                box = gt if first else prev_box
-                query = ({"boxes": [tuple(b) for b in box]} if p == "prev-box" or (p == "first-box" and first)
-                         else None)
+                box = gt if prev_box is None else prev_box  # the first frame: its own box
+                query = {"boxes": [tuple(b) for b in box]} if p == "prev-box" or (p == "first-box" and first) else None
                 sel = predictor.select(st, query)
                 cov[(seq, p, v)].append(query_metrics(sel.boxes, sel.levels, gt, image.shape[:2]).coverage)
             prev_box = gt
-    rows = []
+    rows: list[dict[str, Any]] = []
     for p in protocols:
         for seq in list(seqs) + ["all"]:
             names = list(seqs) if seq == "all" else [seq]
             scratch = np.array([c for s in names for c in cov[(s, p, "scratch")]])
             for v in list(variants)[1:]:
                 inc = np.array([c for s in names for c in cov[(s, p, v)]])
-                rows.append({"protocol": p, "sequence": seq, "session": v, "frames": len(inc),
-                             "coverage": float(inc.mean()), "coverage_scratch": float(scratch.mean()),
-                             "difference_points": 100 * float(inc.mean() - scratch.mean()),
-                             "max_frame_difference_points": 100 * float(np.abs(inc - scratch).max()),
-                             "reencoded_share": float(np.mean([r for s in names for r in reenc[(s, v)]]))})
+                rows.append(
+                    {
+                        "protocol": p,
+                        "sequence": seq,
+                        "session": v,
+                        "frames": len(inc),
+                        "coverage": float(inc.mean()),
+                        "coverage_scratch": float(scratch.mean()),
+                        "difference_points": 100 * float(inc.mean() - scratch.mean()),
+                        "max_frame_difference_points": 100 * float(np.abs(inc - scratch).max()),
+                        "reencoded_share": float(np.mean([r for s in names for r in reenc[(s, v)]])),
+                    }
+                )
     spans = {"frame 0": (0, 1), "frames 1-4": (1, 5), "frames 5-19": (5, 20), "frames 20+": (20, 10**9)}
+
     def mean_or_none(values: list[float]) -> float | None:
         return 100 * float(np.mean(values)) if values else None
 
-    by_position = {p: {span: mean_or_none([c for s in seqs for c in cov[(s, p, "scratch")][a:b]])
-                       for span, (a, b) in spans.items()} for p in protocols}
-    result = {"root": str(root), "budget": budget, "selection": "topk, no gist (level-0 tokens)", "preset": preset,
-              "defaults": {k: v for k, v in vars(predictor.video).items()}, "variants": variants,
-              "protocols": {p: PROTOCOLS[p] for p in protocols}, "rows": rows,
-              "scratch_coverage_by_frame_position": by_position, "machine": machine_info(resolve_device(device))}
-    table = Table("protocol", "sequence", "session", "frames", "coverage", "scratch", "diff (points)",
-                  "max |diff| per frame", "re-encoded", box=None)
+    by_position = {
+        p: {
+            span: mean_or_none([c for s in seqs for c in cov[(s, p, "scratch")][a:b]]) for span, (a, b) in spans.items()
+        }
+        for p in protocols
+    }
+    result = {
+        "root": str(root),
+        "budget": budget,
+        "selection": "topk, no gist (level-0 tokens)",
+        "preset": preset,
+        "defaults": dict(vars(predictor.video).items()),
+        "variants": variants,
+        "protocols": {p: PROTOCOLS[p] for p in protocols},
+        "rows": rows,
+        "scratch_coverage_by_frame_position": by_position,
+        "machine": machine_info(resolve_device(device)),
+    }
+    table = Table(
+        "protocol",
+        "sequence",
+        "session",
+        "frames",
+        "coverage",
+        "scratch",
+        "diff (points)",
+        "max |diff| per frame",
+        "re-encoded",
+        box=None,
+    )
     for r in rows:
-        table.add_row(r["protocol"], r["sequence"], r["session"], str(r["frames"]), f"{100 * r['coverage']:.2f}",
-                      f"{100 * r['coverage_scratch']:.2f}", f"{r['difference_points']:+.2f}",
-                      f"{r['max_frame_difference_points']:.2f}", f"{100 * r['reencoded_share']:.1f}%")
-    console.print(f"[bold]{root}[/]: box coverage at {budget} level-0 tokens (top-k, no gist), preset {preset}; "
-                  f"incremental sessions vs encoding every frame from scratch", highlight=False)
+        table.add_row(
+            r["protocol"],
+            r["sequence"],
+            r["session"],
+            str(r["frames"]),
+            f"{100 * r['coverage']:.2f}",
+            f"{100 * r['coverage_scratch']:.2f}",
+            f"{r['difference_points']:+.2f}",
+            f"{r['max_frame_difference_points']:.2f}",
+            f"{100 * r['reencoded_share']:.1f}%",
+        )
+    console.print(
+        f"[bold]{root}[/]: box coverage at {budget} level-0 tokens (top-k, no gist), preset {preset}; "
+        f"incremental sessions vs encoding every frame from scratch",
+        highlight=False,
+    )
     console.print(table)
     pos = Table("protocol", *spans, box=None)
     for p, vals in by_position.items():

@@ -11,7 +11,8 @@ answer check grows them) are read: a line lies inside its picture, so lines of t
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Callable, NamedTuple, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -29,8 +30,10 @@ class Line(NamedTuple):
 
 def _grown(q) -> list[tuple[float, float, float, float]]:
     boxes = [b for _, b in q.answers if b is not None] or [tuple(b) for b in q.boxes]
-    return [(x0 - 0.25 * (y1 - y0), y0 - 0.25 * (y1 - y0), x1 + 0.25 * (y1 - y0), y1 + 0.25 * (y1 - y0))
-            for x0, y0, x1, y1 in boxes]
+    return [
+        (x0 - 0.25 * (y1 - y0), y0 - 0.25 * (y1 - y0), x1 + 0.25 * (y1 - y0), y1 + 0.25 * (y1 - y0))
+        for x0, y0, x1, y1 in boxes
+    ]
 
 
 def _overlaps(box, grown) -> bool:
@@ -38,8 +41,13 @@ def _overlaps(box, grown) -> bool:
     return any(x0 < c and a < x1 and y0 < d and b < y1 for a, b, c, d in grown)
 
 
-def picture_lines(rgb: np.ndarray, pictures: Sequence[Picture], q, read: Callable[[np.ndarray], list | None],
-                  whole_lines: list | None = None) -> list[Line] | None:
+def picture_lines(
+    rgb: np.ndarray,
+    pictures: Sequence[Picture],
+    q,
+    read: Callable[[np.ndarray], list | None],
+    whole_lines: list | None = None,
+) -> list[Line] | None:
     """The OCR lines the model's view of ``pictures`` yields near ``q``'s answers, in source coordinates (see the
     module docstring).  ``whole_lines``: the lines of the unchanged image, used for a picture that is the whole
     image seen at its own size.  ``None`` when a read failed."""
@@ -65,14 +73,27 @@ def picture_lines(rgb: np.ndarray, pictures: Sequence[Picture], q, read: Callabl
     return out
 
 
-def vlm_record(rgb: np.ndarray, sel, q, rule: str, read: Callable[[np.ndarray], list | None] | None,
-               whole_lines: list | None, max_error_rate: float) -> dict[str, Any]:
+def vlm_record(
+    rgb: np.ndarray,
+    sel,
+    q,
+    rule: str,
+    read: Callable[[np.ndarray], list | None] | None,
+    whole_lines: list | None,
+    max_error_rate: float,
+) -> dict[str, Any]:
     """One (query, budget, rule): tokens of the plan, the whole image and the uniform resize; with ``read`` (an OCR
     function, or ``None`` for no OCR check), whether each shows the answer."""
     plan = plan_for(sel, rule)
-    rec: dict[str, Any] = {"plan": plan.tokens, "image": plan.image.tokens, "uniform": plan.uniform.tokens,
-                           "pictures": len(plan.pictures), "fallback": plan.fallback,
-                           "kept": plan.kept / max(plan.total, 1), "plan_ms": round(plan.timings_ms["plan"], 3)}
+    rec: dict[str, Any] = {
+        "plan": plan.tokens,
+        "image": plan.image.tokens,
+        "uniform": plan.uniform.tokens,
+        "pictures": len(plan.pictures),
+        "fallback": plan.fallback,
+        "kept": plan.kept / max(plan.total, 1),
+        "plan_ms": round(plan.timings_ms["plan"], 3),
+    }
     if read is not None and q.answers:
         ocr = {}
         for row, pics in (("plan", plan.pictures), ("uniform", [plan.uniform]), ("image", [plan.image])):
@@ -103,9 +124,14 @@ def aggregate_vlm(records: list[dict]) -> dict:
         g["kept"] = float(np.mean([x["kept"] for x in rows]))
         both = [x["ocr"] for x in rows if set(VLM_OCR_ROWS) <= set(x.get("ocr", {}))]
         if both:
-            g["ocr"] = {row: {"exact": float(np.mean([o[row]["exact"] for o in both])),
-                              "fuzzy": float(np.mean([o[row]["fuzzy"] for o in both])), "n": len(both)}
-                        for row in VLM_OCR_ROWS}
+            g["ocr"] = {
+                row: {
+                    "exact": float(np.mean([o[row]["exact"] for o in both])),
+                    "fuzzy": float(np.mean([o[row]["fuzzy"] for o in both])),
+                    "n": len(both),
+                }
+                for row in VLM_OCR_ROWS
+            }
         out.setdefault(str(budget), {})[rule] = g
     return out
 
@@ -113,21 +139,48 @@ def aggregate_vlm(records: list[dict]) -> dict:
 def vlm_rows(records: list[dict]) -> tuple[list[str], list[list[str]]]:
     """The table of ``aggregate_vlm``: per budget and rule, tokens (plan / whole image / uniform), the plan's share
     of the whole image's tokens, and OCR answer accuracy exact / fuzzy of each."""
-    header = ["budget", "rule", "plan tokens", "image tokens", "plan / image %", "uniform tokens", "pictures",
-              "fallback %", "OCR plan", "OCR uniform", "OCR image", "plan / image accuracy %"]
+    header = [
+        "budget",
+        "rule",
+        "plan tokens",
+        "image tokens",
+        "plan / image %",
+        "uniform tokens",
+        "pictures",
+        "fallback %",
+        "OCR plan",
+        "OCR uniform",
+        "OCR image",
+        "plan / image accuracy %",
+    ]
     rows = []
     for budget, rules in aggregate_vlm(records).items():
         for rule, g in rules.items():
             o = g.get("ocr")
 
-            def cell(row: str) -> str:
+            def cell(row: str, o: dict | None = o) -> str:
                 return f"{100 * o[row]['exact']:.1f} / {100 * o[row]['fuzzy']:.1f}" if o else "-"
 
             ratio = "-"
             if o and o["image"]["fuzzy"] > 0:
-                ratio = f"{100 * o['plan']['exact'] / max(o['image']['exact'], 1e-9):.1f} / " \
-                        f"{100 * o['plan']['fuzzy'] / o['image']['fuzzy']:.1f}"
-            rows.append([budget, rule, f"{g['plan_tokens']:.0f}", f"{g['image_tokens']:.0f}",
-                         f"{100 * g['token_share']:.1f}", f"{g['uniform_tokens']:.0f}", f"{g['pictures']:.2f}",
-                         f"{100 * g['fallback']:.1f}", cell("plan"), cell("uniform"), cell("image"), ratio])
+                ratio = (
+                    f"{100 * o['plan']['exact'] / max(o['image']['exact'], 1e-9):.1f} / "
+                    f"{100 * o['plan']['fuzzy'] / o['image']['fuzzy']:.1f}"
+                )
+            rows.append(
+                [
+                    budget,
+                    rule,
+                    f"{g['plan_tokens']:.0f}",
+                    f"{g['image_tokens']:.0f}",
+                    f"{100 * g['token_share']:.1f}",
+                    f"{g['uniform_tokens']:.0f}",
+                    f"{g['pictures']:.2f}",
+                    f"{100 * g['fallback']:.1f}",
+                    cell("plan"),
+                    cell("uniform"),
+                    cell("image"),
+                    ratio,
+                ]
+            )
     return header, rows

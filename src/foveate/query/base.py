@@ -10,8 +10,9 @@ The registry and :func:`~foveate.query.terms.query_maps` are in :mod:`.terms`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Union
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -60,7 +61,7 @@ class TermOutput:
 
 
 #: ``fn(texture, query, weights) -> map | TermOutput | None``
-TermFn = Callable[["Texture", "Query", "Weights"], Union[F32, TermOutput, None]]
+TermFn = Callable[["Texture", "Query", "Weights"], F32 | TermOutput | None]
 #: ``evidence(texture, query, weights) -> [{"term", "relation", "text", "box", ...}]``
 EvidenceFn = Callable[["Texture", "Query", "Weights"], list[dict[str, Any]]]
 

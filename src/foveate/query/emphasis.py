@@ -42,15 +42,48 @@ EMPHASIS_WEIGHT = QUERY_WEIGHTS["emphasis"]
 
 #: colour name -> sRGB prototype
 COLOURS: dict[str, tuple[int, int, int]] = {
-    "red": (200, 30, 30), "green": (40, 150, 50), "blue": (30, 70, 200), "yellow": (230, 210, 40),
-    "orange": (240, 140, 30), "purple": (120, 50, 150), "violet": (140, 80, 200), "pink": (240, 150, 180),
-    "brown": (120, 75, 40), "black": (15, 15, 15), "white": (245, 245, 245), "grey": (128, 128, 128),
-    "gray": (128, 128, 128), "cyan": (40, 200, 220), "magenta": (210, 40, 170), "gold": (210, 170, 50),
+    "red": (200, 30, 30),
+    "green": (40, 150, 50),
+    "blue": (30, 70, 200),
+    "yellow": (230, 210, 40),
+    "orange": (240, 140, 30),
+    "purple": (120, 50, 150),
+    "violet": (140, 80, 200),
+    "pink": (240, 150, 180),
+    "brown": (120, 75, 40),
+    "black": (15, 15, 15),
+    "white": (245, 245, 245),
+    "grey": (128, 128, 128),
+    "gray": (128, 128, 128),
+    "cyan": (40, 200, 220),
+    "magenta": (210, 40, 170),
+    "gold": (210, 170, 50),
 }
 GENERIC_COLOUR = frozenset({"colour", "color", "colours", "colors", "coloured", "colored", "colourful", "colorful"})
 #: words that ask to read: the text channels are emphasised
-READING = frozenset({"read", "reads", "say", "says", "said", "written", "writing", "text", "wording", "spell",
-                     "spelled", "spelt", "transcribe", "ocr", "printed", "caption", "label", "sign", "handwriting"})
+READING = frozenset(
+    {
+        "read",
+        "reads",
+        "say",
+        "says",
+        "said",
+        "written",
+        "writing",
+        "text",
+        "wording",
+        "spell",
+        "spelled",
+        "spelt",
+        "transcribe",
+        "ocr",
+        "printed",
+        "caption",
+        "label",
+        "sign",
+        "handwriting",
+    }
+)
 
 
 def _lab(rgb: np.ndarray) -> np.ndarray:
@@ -93,5 +126,10 @@ def emphasis_map(texture: Texture, query: Query, weights: Weights | None = None)
     return np.max(np.stack(maps), axis=0).astype(np.float32)
 
 
-EMPHASIS = QueryTerm("emphasis", emphasis_map, EMPHASIS_WEIGHT,
-                     "query-aware channel emphasis: colour words -> RGB, reading words -> text channels", uses_text=True)
+EMPHASIS = QueryTerm(
+    "emphasis",
+    emphasis_map,
+    EMPHASIS_WEIGHT,
+    "query-aware channel emphasis: colour words -> RGB, reading words -> text channels",
+    uses_text=True,
+)

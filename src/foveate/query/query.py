@@ -4,8 +4,9 @@ pixels -- validated once, before anything is scored."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from ..core.errors import QueryError
 

@@ -18,7 +18,8 @@ them.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable, Hashable, Mapping, Sequence, TypeVar
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import torch
@@ -26,14 +27,37 @@ from torch import nn
 
 from ..core.texture import CHANNEL_TERMS
 from ..core.types import F32, F64
-from ..weights.defaults import (DEFAULT_NEED, DEFAULT_WEIGHTS, MAX_LEVELS, NEED_FLOOR, TEXT_FILL, TEXT_HEIGHT,
-                                TEXT_PAD, TEXT_SHARPNESS, USER_CHANNEL_WEIGHT)
+from ..weights.defaults import (
+    DEFAULT_NEED,
+    DEFAULT_WEIGHTS,
+    MAX_LEVELS,
+    NEED_FLOOR,
+    TEXT_FILL,
+    TEXT_HEIGHT,
+    TEXT_PAD,
+    TEXT_SHARPNESS,
+    USER_CHANNEL_WEIGHT,
+)
 from ..weights.weights import FloorGate, TextTerm, Weights, WeightsSpec, load_weights
 from .terms import QUERY_TERMS
 
-__all__ = ["CHANNEL_TERMS", "DEFAULT_NEED", "DEFAULT_WEIGHTS", "MAX_LEVELS", "NEED_FLOOR", "TEXT_FILL", "TEXT_HEIGHT",
-           "TEXT_PAD", "TEXT_SHARPNESS", "USER_CHANNEL_WEIGHT", "Memo", "Scorer", "default_scorer", "handset_scorer",
-           "resolve_scorer"]
+__all__ = [
+    "CHANNEL_TERMS",
+    "DEFAULT_NEED",
+    "DEFAULT_WEIGHTS",
+    "MAX_LEVELS",
+    "NEED_FLOOR",
+    "TEXT_FILL",
+    "TEXT_HEIGHT",
+    "TEXT_PAD",
+    "TEXT_SHARPNESS",
+    "USER_CHANNEL_WEIGHT",
+    "Memo",
+    "Scorer",
+    "default_scorer",
+    "handset_scorer",
+    "resolve_scorer",
+]
 
 T = TypeVar("T")
 #: a texture's memo (:meth:`foveate.core.texture.Texture.derived`): ``memo(key, build)`` -> the kept or built value
@@ -53,14 +77,18 @@ class Scorer(nn.Module):
     warning: the keywords become a :class:`Weights` in which channels not given weigh 0.
     """
 
-    def __init__(self, channels: Sequence[str], weights: Weights | Mapping[str, tuple[float, float]] | None = None,
-                 **legacy: Any) -> None:
+    def __init__(
+        self, channels: Sequence[str], weights: Weights | Mapping[str, tuple[float, float]] | None = None, **legacy: Any
+    ) -> None:
         super().__init__()
-        if legacy or (weights is not None and not isinstance(weights, Weights)):
-            warnings.warn("Scorer(channels, weights={...}, need=..., ...) is deprecated: pass a foveate.weights.Weights "
-                          "(Weights.handset().replace(...)); the keyword form goes away in foveate 0.4",
-                          DeprecationWarning, stacklevel=2)
-            weights = _legacy_weights(weights, **legacy)
+        if legacy or (weights is not None and not isinstance(weights, Weights)):  # the 0.2 keyword form
+            warnings.warn(
+                "Scorer(channels, weights={...}, need=..., ...) is deprecated: pass a foveate.weights.Weights "
+                "(Weights.handset().replace(...)); the keyword form goes away in foveate 0.4",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            weights = _legacy_weights(cast(Mapping[str, tuple[float, float]] | None, weights), **legacy)
         model = Weights.handset() if weights is None else weights
         self.weights = model
         self.channels = tuple(channels)
@@ -117,8 +145,9 @@ class Scorer(nn.Module):
     def _query_index(self, qnames: Sequence[str], device: torch.device) -> torch.Tensor:
         return torch.tensor([self.query_names.index(n) for n in qnames], device=device)
 
-    def forward(self, feats: torch.Tensor, qmaps: torch.Tensor | None = None,
-                qnames: Sequence[str] = ()) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(
+        self, feats: torch.Tensor, qmaps: torch.Tensor | None = None, qnames: Sequence[str] = ()
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Args:
             feats: (N, 2C) [mean | max] features.  qmaps: (N, Q) query maps named ``qnames``.
         Returns:
@@ -133,8 +162,7 @@ class Scorer(nn.Module):
         need = self.need_floor + torch.clamp(need, min=0.0)
         return score, need
 
-    def bound(self, feats: torch.Tensor, qmaps: torch.Tensor | None = None,
-              qnames: Sequence[str] = ()) -> torch.Tensor:
+    def bound(self, feats: torch.Tensor, qmaps: torch.Tensor | None = None, qnames: Sequence[str] = ()) -> torch.Tensor:
         """Optimistic estimate of the best level-0 score under each tile, for the top-k cascade's pruning.
 
         At level 0 mean and max are equal, so a level-0 tile scores ``(w_mean + w_max) . f``.  Under a coarse
@@ -149,8 +177,13 @@ class Scorer(nn.Module):
             est = est + qmaps @ self.query_weight.to(feats)[self._query_index(qnames, feats.device)]
         return est
 
-    def evaluate(self, feats: torch.Tensor, qmaps: torch.Tensor | None = None, qnames: Sequence[str] = (),
-                 memo: Memo | None = None) -> tuple[F32, F32, F32]:
+    def evaluate(
+        self,
+        feats: torch.Tensor,
+        qmaps: torch.Tensor | None = None,
+        qnames: Sequence[str] = (),
+        memo: Memo | None = None,
+    ) -> tuple[F32, F32, F32]:
         """Inference for ``select``: ``(score, need, bound)`` as (N,) float32 NumPy arrays.
 
         Same numbers as :meth:`forward` and :meth:`bound`.  On the CPU this is a single-threaded NumPy product:
@@ -167,8 +200,10 @@ class Scorer(nn.Module):
         c = len(self.channels)
         w = self.weight.detach().float().numpy()
         w0 = w[:c] + w[c:]
-        mat = np.stack([w, self.need_weight.detach().float().numpy(),
-                        np.concatenate([np.minimum(w0, 0.0), np.maximum(w0, 0.0)])], axis=1)
+        mat = np.stack(
+            [w, self.need_weight.detach().float().numpy(), np.concatenate([np.minimum(w0, 0.0), np.maximum(w0, 0.0)])],
+            axis=1,
+        )
 
         def product() -> tuple[torch.Tensor, F32]:
             return feats, np.einsum("ij,jk->ik", feats.numpy(), mat)  # einsum: no BLAS threads
@@ -189,8 +224,9 @@ class Scorer(nn.Module):
         bound = (prod[:, 2] + bias + q).astype(np.float32)
         return score, need, bound
 
-    def explain(self, feats: torch.Tensor, qmaps: torch.Tensor | None, qnames: Sequence[str],
-                rows: torch.Tensor) -> dict[str, float]:
+    def explain(
+        self, feats: torch.Tensor, qmaps: torch.Tensor | None, qnames: Sequence[str], rows: torch.Tensor
+    ) -> dict[str, float]:
         """Mean contribution of each channel and query term to the scores of ``rows`` (for ``--explain``)."""
         c = len(self.channels)
         f = feats[rows]
@@ -202,24 +238,42 @@ class Scorer(nn.Module):
         return dict(sorted(out.items(), key=lambda kv: -abs(kv[1])))
 
 
-def _legacy_weights(weights: Mapping[str, tuple[float, float]] | None = None, need: Mapping[str, float] | None = None,
-                    query_weights: Mapping[str, float] | None = None, bias: float = 0.0,
-                    need_floor: float = NEED_FLOOR, query_need: Mapping[str, float] | None = None,
-                    need_mean: Mapping[str, float] | None = None, level_prior: Sequence[float] | None = None,
-                    text_ranker: Any = None, text_sharpness: float = TEXT_SHARPNESS, text_pad: float = TEXT_PAD,
-                    text_fill: float = TEXT_FILL, floor: Mapping[str, float] | None = None,
-                    text_height: float = TEXT_HEIGHT, text_extent: Any = None) -> Weights:
+def _legacy_weights(
+    weights: Mapping[str, tuple[float, float]] | None = None,
+    need: Mapping[str, float] | None = None,
+    query_weights: Mapping[str, float] | None = None,
+    bias: float = 0.0,
+    need_floor: float = NEED_FLOOR,
+    query_need: Mapping[str, float] | None = None,
+    need_mean: Mapping[str, float] | None = None,
+    level_prior: Sequence[float] | None = None,
+    text_ranker: Any = None,
+    text_sharpness: float = TEXT_SHARPNESS,
+    text_pad: float = TEXT_PAD,
+    text_fill: float = TEXT_FILL,
+    floor: Mapping[str, float] | None = None,
+    text_height: float = TEXT_HEIGHT,
+    text_extent: Any = None,
+) -> Weights:
     """The 0.2 keyword form of :class:`Scorer` as :class:`Weights` (channels not given weigh 0, as they did)."""
     channel = {k: (0.0, 0.0) for k in DEFAULT_WEIGHTS}
-    channel.update({k: (float(v[0]), float(v[1])) for k, v in (DEFAULT_WEIGHTS if weights is None else weights).items()})
+    channel.update(
+        {k: (float(v[0]), float(v[1])) for k, v in (DEFAULT_WEIGHTS if weights is None else weights).items()}
+    )
     need_max = DEFAULT_NEED if need is None else need
     names = set(need_max) | set(need_mean or {})
-    return Weights("custom", channel, {k: (float((need_mean or {}).get(k, 0.0)), float(need_max.get(k, 0.0)))
-                                       for k in names},
-                   dict(query_weights or {}), dict(query_need or {}), float(bias), float(need_floor),
-                   tuple(level_prior or ()), TextTerm(text_ranker, text_extent, text_sharpness, text_pad, text_fill,
-                                                      text_height),
-                   FloorGate(dict(floor)) if floor is not None else None)
+    return Weights(
+        "custom",
+        channel,
+        {k: (float((need_mean or {}).get(k, 0.0)), float(need_max.get(k, 0.0))) for k in names},
+        dict(query_weights or {}),
+        dict(query_need or {}),
+        float(bias),
+        float(need_floor),
+        tuple(level_prior or ()),
+        TextTerm(text_ranker, text_extent, text_sharpness, text_pad, text_fill, text_height),
+        FloorGate(dict(floor)) if floor is not None else None,
+    )
 
 
 def handset_scorer(channels: Sequence[str], device: torch.device | str = "cpu") -> Scorer:
@@ -233,8 +287,9 @@ def default_scorer(channels: Sequence[str], device: torch.device | str = "cpu") 
     return Scorer.from_weights(load_weights(None), channels, device)
 
 
-def resolve_scorer(weights: WeightsSpec, scorer: Scorer | None, channels: Sequence[str],
-                   device: torch.device | str) -> Scorer:
+def resolve_scorer(
+    weights: WeightsSpec, scorer: Scorer | None, channels: Sequence[str], device: torch.device | str
+) -> Scorer:
     """The scorer ``select`` uses: an explicit ``scorer`` wins, else one built from ``weights`` (default: the
     package's default weights)."""
     if scorer is not None:

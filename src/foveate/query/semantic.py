@@ -14,11 +14,24 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..channels.semantic import (CLIP_MEAN, CLIP_STD, ENCODERS, ENV_MODEL, N_COMPONENTS, ClipEncoder, EncoderSpec,
-                                 ImageTextEncoder, Pca, configured_model, fit_pca, load_clip, load_encoder,
-                                 register_encoder, semantic_coefficients)
+from ..channels.semantic import (
+    CLIP_MEAN,
+    CLIP_STD,
+    ENCODERS,
+    ENV_MODEL,
+    N_COMPONENTS,
+    ClipEncoder,
+    EncoderSpec,
+    ImageTextEncoder,
+    Pca,
+    configured_model,
+    fit_pca,
+    load_clip,
+    load_encoder,
+    register_encoder,
+    semantic_coefficients,
+)
 from ..core.errors import ConfigError
-from ..core.types import F32
 from ..weights.defaults import QUERY_WEIGHTS
 from .base import QueryTerm, TermOutput
 
@@ -27,9 +40,27 @@ if TYPE_CHECKING:
     from ..weights.weights import Weights
     from .query import Query
 
-__all__ = ["CLIP_MEAN", "CLIP_STD", "ENCODERS", "ENV_MODEL", "N_COMPONENTS", "SEMANTIC", "SEMANTIC_WEIGHT",
-           "ClipEncoder", "EncoderSpec", "ImageTextEncoder", "Pca", "configured_model", "cosine_map", "fit_pca",
-           "load_clip", "load_encoder", "register_encoder", "semantic_coefficients", "semantic_query_map"]
+__all__ = [
+    "CLIP_MEAN",
+    "CLIP_STD",
+    "ENCODERS",
+    "ENV_MODEL",
+    "N_COMPONENTS",
+    "SEMANTIC",
+    "SEMANTIC_WEIGHT",
+    "ClipEncoder",
+    "EncoderSpec",
+    "ImageTextEncoder",
+    "Pca",
+    "configured_model",
+    "cosine_map",
+    "fit_pca",
+    "load_clip",
+    "load_encoder",
+    "register_encoder",
+    "semantic_coefficients",
+    "semantic_query_map",
+]
 
 SEMANTIC_WEIGHT = QUERY_WEIGHTS["semantic"]
 
@@ -62,13 +93,23 @@ def semantic_query_map(texture: Texture, query: Query, weights: Weights | None =
     try:
         t = _text_embedding(meta["encoder"], meta["model"], opts, query.text)
     except ConfigError as exc:
-        return TermOutput(None, (f"semantic channels present but their text encoder is unavailable here ({exc}); "
-                                 "not used",))
-    cos = cosine_map(semantic_coefficients(texture), texture.tensors["semantic_mean"].float().numpy(),
-                     texture.tensors["semantic_basis"].float().numpy(), t)
+        return TermOutput(
+            None, (f"semantic channels present but their text encoder is unavailable here ({exc}); not used",)
+        )
+    cos = cosine_map(
+        semantic_coefficients(texture),
+        texture.tensors["semantic_mean"].float().numpy(),
+        texture.tensors["semantic_basis"].float().numpy(),
+        t,
+    )
     lo, hi = np.percentile(cos, [50, 99])
     return TermOutput(np.clip((cos - lo) / max(hi - lo, 1e-6), 0.0, 1.0).astype(np.float32))
 
 
-SEMANTIC = QueryTerm("semantic", semantic_query_map, SEMANTIC_WEIGHT,
-                     "cosine between the query's text embedding and the tiles' semantic channels", uses_text=True)
+SEMANTIC = QueryTerm(
+    "semantic",
+    semantic_query_map,
+    SEMANTIC_WEIGHT,
+    "cosine between the query's text embedding and the tiles' semantic channels",
+    uses_text=True,
+)

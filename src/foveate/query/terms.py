@@ -10,7 +10,8 @@ tile, :mod:`.semantic`).  A new term is one module defining a :class:`~.base.Que
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from .base import LikelyLines, QueryMaps, QueryTerm, TermOutput
 from .emphasis import EMPHASIS
@@ -23,8 +24,18 @@ if TYPE_CHECKING:
     from ..weights.weights import Weights
     from .query import Query
 
-__all__ = ["BUILTIN_TERMS", "QUERY_TERMS", "LikelyLines", "QueryMaps", "QueryTerm", "TermOutput", "list_terms",
-           "prompt_map", "query_maps", "register_query_term"]
+__all__ = [
+    "BUILTIN_TERMS",
+    "QUERY_TERMS",
+    "LikelyLines",
+    "QueryMaps",
+    "QueryTerm",
+    "TermOutput",
+    "list_terms",
+    "prompt_map",
+    "query_maps",
+    "register_query_term",
+]
 
 QUERY_TERMS: dict[str, QueryTerm] = {}
 
@@ -46,8 +57,9 @@ for _term in (PROMPT, TEXT, EMPHASIS, SEMANTIC):
 BUILTIN_TERMS = tuple(QUERY_TERMS)
 
 
-def query_maps(texture: Texture, query: Query, weights: Weights | None = None,
-               terms: Sequence[str] | None = None) -> QueryMaps:
+def query_maps(
+    texture: Texture, query: Query, weights: Weights | None = None, terms: Sequence[str] | None = None
+) -> QueryMaps:
     """Evaluate the registered query terms (or ``terms``) for this texture and query under ``weights`` (default: the
     hand-set weights, whose text term matches words and meaning instead of ranking lines)."""
     if weights is None:
@@ -64,7 +76,9 @@ def query_maps(texture: Texture, query: Query, weights: Weights | None = None,
             out.names.append(name)
             out.maps.append(result.map)
     if query.text is not None and not any(QUERY_TERMS[n].uses_text for n in out.names):
-        out.notes.append("the query text is not used: no text-aware signal is available for this texture; "
-                         "the selection follows saliency and prompts (query-blind)")
+        out.notes.append(
+            "the query text is not used: no text-aware signal is available for this texture; "
+            "the selection follows saliency and prompts (query-blind)"
+        )
         out.notes.extend(texture.extras.get("notes", ()))  # why a group is absent (e.g. the OCR failed)
     return out

@@ -28,8 +28,9 @@ import json
 import os
 import time
 import uuid
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -60,17 +61,38 @@ def require_pyarrow():
 
 def texture_schema() -> pa.Schema:
     pa = require_pyarrow()
-    return pa.schema([("id", pa.string()), ("source", pa.string()), ("width", pa.int32()), ("height", pa.int32()),
-                      ("preset", pa.string()), ("texture", pa.binary()), ("texture_size", pa.int64()),
-                      ("encode_ms", pa.float64()), ("error", pa.string())])
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("source", pa.string()),
+            ("width", pa.int32()),
+            ("height", pa.int32()),
+            ("preset", pa.string()),
+            ("texture", pa.binary()),
+            ("texture_size", pa.int64()),
+            ("encode_ms", pa.float64()),
+            ("error", pa.string()),
+        ]
+    )
 
 
 def selection_schema() -> pa.Schema:
     pa = require_pyarrow()
-    return pa.schema([("qid", pa.int64()), ("id", pa.string()), ("source", pa.string()), ("query", pa.string()),
-                      ("budget", pa.int32()), ("mode", pa.string()), ("num_tokens", pa.int32()),
-                      ("selection", pa.string()), ("vlm", pa.string()), ("select_ms", pa.float64()),
-                      ("error", pa.string())])
+    return pa.schema(
+        [
+            ("qid", pa.int64()),
+            ("id", pa.string()),
+            ("source", pa.string()),
+            ("query", pa.string()),
+            ("budget", pa.int32()),
+            ("mode", pa.string()),
+            ("num_tokens", pa.int32()),
+            ("selection", pa.string()),
+            ("vlm", pa.string()),
+            ("select_ms", pa.float64()),
+            ("error", pa.string()),
+        ]
+    )
 
 
 # -- where ------------------------------------------------------------------------------------------------
@@ -108,8 +130,10 @@ def read_manifest(where: str | os.PathLike, kind: str | None = None) -> dict | N
     if doc.get("format") != "foveate-dataset":
         raise DatasetError(f"{where}: {MANIFEST} is not a foveate dataset manifest")
     if doc.get("dataset_version") != DATASET_VERSION:
-        raise DatasetError(f"{where}: dataset version {doc.get('dataset_version')} is not read by this foveate "
-                           f"(reads {DATASET_VERSION}); write the dataset again")
+        raise DatasetError(
+            f"{where}: dataset version {doc.get('dataset_version')} is not read by this foveate "
+            f"(reads {DATASET_VERSION}); write the dataset again"
+        )
     if kind is not None and doc.get("kind") != kind:
         raise DatasetError(f"{where} holds {doc.get('kind')}, not {kind}")
     return doc
@@ -119,32 +143,45 @@ def open_manifest(where: str | os.PathLike, kind: str) -> dict:
     """:func:`read_manifest` of an existing dataset; a clear error when there is none."""
     doc = read_manifest(where, kind)
     if doc is None:
-        raise DatasetError(f"{where}: not a foveate {kind} dataset (no {MANIFEST}); write one with "
-                           f"{'foveate encode --ray' if kind == 'textures' else 'foveate.ray.select_dataset'}")
+        raise DatasetError(
+            f"{where}: not a foveate {kind} dataset (no {MANIFEST}); write one with "
+            f"{'foveate encode --ray' if kind == 'textures' else 'foveate.ray.select_dataset'}"
+        )
     return doc
 
 
 def write_manifest(where: str | os.PathLike, doc: dict) -> None:
     fs, root = resolve(where)
     fs.create_dir(root, recursive=True)
-    _write_atomic(fs, root, MANIFEST, json.dumps({"format": "foveate-dataset", "dataset_version": DATASET_VERSION,
-                                                  **doc}, indent=1).encode())
+    _write_atomic(
+        fs,
+        root,
+        MANIFEST,
+        json.dumps({"format": "foveate-dataset", "dataset_version": DATASET_VERSION, **doc}, indent=1).encode(),
+    )
 
 
 def texture_manifest(config) -> dict:
     """What a textures dataset promises: every row was encoded with ``config`` in this texture format."""
-    from ..core.texture import FORMAT_VERSION
+    from ..core.fvt import FORMAT_VERSION
 
-    return {"kind": "textures", "texture_format_version": FORMAT_VERSION, "config_hash": config.hash(),
-            "preset": config.preset, "config": config.to_dict()}
+    return {
+        "kind": "textures",
+        "texture_format_version": FORMAT_VERSION,
+        "config_hash": config.hash(),
+        "preset": config.preset,
+        "config": config.to_dict(),
+    }
 
 
 def check_texture_manifest(where, doc: dict) -> None:
-    from ..core.texture import FORMAT_VERSION
+    from ..core.fvt import FORMAT_VERSION
 
     if doc.get("texture_format_version") != FORMAT_VERSION:
-        raise DatasetError(f"{where}: textures of format version {doc.get('texture_format_version')}; this "
-                           f"foveate reads version {FORMAT_VERSION}: encode them again into a new dataset")
+        raise DatasetError(
+            f"{where}: textures of format version {doc.get('texture_format_version')}; this "
+            f"foveate reads version {FORMAT_VERSION}: encode them again into a new dataset"
+        )
 
 
 def prepare_output(where: str | os.PathLike, manifest: dict) -> str:
@@ -160,7 +197,8 @@ def prepare_output(where: str | os.PathLike, manifest: dict) -> str:
             if key in manifest and old.get(key) != manifest[key]:
                 raise DatasetError(
                     f"{where} was written with other settings ({key} {old.get(key)!r}, now {manifest[key]!r}); "
-                    "resume it with the same settings or write to a new folder")
+                    "resume it with the same settings or write to a new folder"
+                )
     else:
         write_manifest(where, manifest)
     fs, root = resolve(where)
@@ -204,10 +242,17 @@ def _write_atomic(fs, root: str, name: str, data: bytes | None = None, table=Non
             with fs.open_output_stream(target) as f:
                 f.write(data)
         else:
-            pq.write_table(table, target, filesystem=fs, compression="zstd", compression_level=1,
-                           row_group_size=ROW_GROUP_ROWS, use_dictionary=False, write_page_checksum=True,
-                           write_statistics=[c for c in table.column_names
-                                             if c not in ("texture", "selection", "vlm", "query")])
+            pq.write_table(
+                table,
+                target,
+                filesystem=fs,
+                compression="zstd",
+                compression_level=1,
+                row_group_size=ROW_GROUP_ROWS,
+                use_dictionary=False,
+                write_page_checksum=True,
+                write_statistics=[c for c in table.column_names if c not in ("texture", "selection", "vlm", "query")],
+            )
         if job is not None and _lease_of(fs, root) != job:
             raise LeaseLost(f"another job took over {root}; this batch is not written")
         if staged:
@@ -230,8 +275,9 @@ def part_name(keys: Iterable[str], salt: str) -> str:
     return f"part-{h.hexdigest()[:32]}.parquet"
 
 
-def write_part(where: str, table: pa.Table, keys: Iterable[str], meta: Mapping[str, Any],
-               job: str | None = None) -> str:
+def write_part(
+    where: str | os.PathLike, table: pa.Table, keys: Iterable[str], meta: Mapping[str, Any], job: str | None = None
+) -> str:
     """Write ``table`` as one part of the dataset at ``where`` (while ``job`` holds its lease: else
     :class:`LeaseLost`); returns its path."""
     fs, root = resolve(where)
@@ -270,8 +316,11 @@ def part_files(where: str | os.PathLike) -> list[str]:
 
     fs, root = resolve(where)
     infos = fs.get_file_info(pafs.FileSelector(root, allow_not_found=True))
-    return sorted(i.path for i in infos if i.type == pafs.FileType.File and i.base_name.endswith(".parquet")
-                  and not i.base_name.startswith((".", "_")))
+    return sorted(
+        i.path
+        for i in infos
+        if i.type == pafs.FileType.File and i.base_name.endswith(".parquet") and not i.base_name.startswith((".", "_"))
+    )
 
 
 def remove_temporaries(where: str | os.PathLike) -> int:
@@ -279,8 +328,11 @@ def remove_temporaries(where: str | os.PathLike) -> int:
 
     fs, root = resolve(where)
     infos = fs.get_file_info(pafs.FileSelector(root, allow_not_found=True))
-    tmp = [i.path for i in infos if i.type == pafs.FileType.File and i.base_name.startswith(".")
-           and i.base_name.endswith(".tmp")]
+    tmp = [
+        i.path
+        for i in infos
+        if i.type == pafs.FileType.File and i.base_name.startswith(".") and i.base_name.endswith(".tmp")
+    ]
     for p in tmp:
         fs.delete_file(p)
     return len(tmp)
@@ -292,8 +344,9 @@ def _parquet(fs, path: str):
     try:
         return pq.ParquetFile(fs.open_input_file(path), page_checksum_verification=True)
     except Exception as exc:  # ArrowInvalid / OSError: truncated, not Parquet
-        raise DatasetError(f"part {path} is not readable Parquet ({exc}); delete it and run the job again "
-                           "to redo its rows") from exc
+        raise DatasetError(
+            f"part {path} is not readable Parquet ({exc}); delete it and run the job again to redo its rows"
+        ) from exc
 
 
 def scan(where: str | os.PathLike, columns: Iterable[str]) -> pa.Table:
@@ -310,11 +363,19 @@ def scan(where: str | os.PathLike, columns: Iterable[str]) -> pa.Table:
         except Exception as exc:
             raise DatasetError(f"part {path}: cannot read columns {columns} ({exc})") from exc
         n = t.num_rows
-        tables.append(t.append_column("_part", pa.array([path] * n, pa.string()))
-                      .append_column("_row", pa.array(np.arange(n, dtype=np.int64))))
+        tables.append(
+            t.append_column("_part", pa.array([path] * n, pa.string())).append_column(
+                "_row", pa.array(np.arange(n, dtype=np.int64))
+            )
+        )
     if not tables:
-        return pa.table({**{c: pa.array([], pa.string()) for c in columns}, "_part": pa.array([], pa.string()),
-                         "_row": pa.array([], pa.int64())})
+        return pa.table(
+            {
+                **{c: pa.array([], pa.string()) for c in columns},
+                "_part": pa.array([], pa.string()),
+                "_row": pa.array([], pa.int64()),
+            }
+        )
     return pa.concat_tables(tables, promote_options="permissive")
 
 

@@ -11,12 +11,22 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from ..core.config import EncodeConfig
 from ..core.errors import ConfigError, FoveateError
-from .dataset import (KeySet, LeaseLost, dedupe, is_uri, prepare_output, scan, texture_manifest, texture_schema,
-                      write_part)
+from .dataset import (
+    KeySet,
+    LeaseLost,
+    dedupe,
+    is_uri,
+    prepare_output,
+    scan,
+    texture_manifest,
+    texture_schema,
+    write_part,
+)
 from .runtime import JobSummary, connect, drain, pool, summary_table
 from .sources import expand_sources, read_location
 
@@ -54,8 +64,17 @@ def warm_image():
 class EncodeWorker:
     """One actor of the pool: encodes batches of images and writes each as a part of the output dataset."""
 
-    def __init__(self, config: dict, output: str, job: str, columns: dict[str, str | None], done_sources: KeySet,
-                 done_ids: KeySet, device: str = "cpu", threads: int = 1) -> None:
+    def __init__(
+        self,
+        config: dict,
+        output: str,
+        job: str,
+        columns: dict[str, str | None],
+        done_sources: KeySet,
+        done_ids: KeySet,
+        device: str = "cpu",
+        threads: int = 1,
+    ) -> None:
         from ..core.device import resolve_device, tune_allocator
         from ..core.texture import encode_array
 
@@ -74,14 +93,22 @@ class EncodeWorker:
         from ..core.io import load_image
         from ..core.texture import content_hash, encode_array, texture_id
 
-        row: dict[str, Any] = {"id": None, "source": source, "width": None, "height": None,
-                               "preset": self.config.preset, "texture": None, "texture_size": None,
-                               "encode_ms": None, "error": None}
+        row: dict[str, Any] = {
+            "id": None,
+            "source": source,
+            "width": None,
+            "height": None,
+            "preset": self.config.preset,
+            "texture": None,
+            "texture_size": None,
+            "encode_ms": None,
+            "error": None,
+        }
         try:
             t0 = time.perf_counter()
-            if data is None and location is None:
-                raise FoveateError("the row holds no image bytes and no path")
             if data is None:
+                if location is None:
+                    raise FoveateError("the row holds no image bytes and no path")
                 try:
                     data = read_location(location)
                 except OSError as exc:
@@ -97,7 +124,7 @@ class EncodeWorker:
             row.update(texture=blob, texture_size=len(blob), encode_ms=float(tex.timings_ms["total"]))
         except FoveateError as exc:
             msg = str(exc)  # the row names its source: drop the decoder's "<bytes>: " stand-in for it
-            row["error"] = msg[len("<bytes>: "):] if msg.startswith("<bytes>: ") else msg
+            row["error"] = msg[len("<bytes>: ") :] if msg.startswith("<bytes>: ") else msg
         except Exception as exc:  # noqa: BLE001 - one bad image must never fail the job: it becomes its row
             row["error"] = f"{type(exc).__name__}: {exc}"
         return row
@@ -107,7 +134,8 @@ class EncodeWorker:
 
         t0 = time.time()
         cols = {k: batch.column(v).to_pylist() if v else [None] * batch.num_rows for k, v in self.columns.items()}
-        rows, summary = [], {k: [] for k in ("key", "id", "status", "error", "ms", "bytes")}
+        rows: list[dict[str, Any]] = []
+        summary: dict[str, list[Any]] = {k: [] for k in ("key", "id", "status", "error", "ms", "bytes")}
         for source, location, data in zip(cols["source"], cols["location"], cols["data"]):
             if source is not None and source in self.done_sources:
                 status, row = "skipped", None
@@ -143,25 +171,43 @@ def _input(ray, source, done: KeySet, batch_size: int) -> tuple[Any, dict[str, s
         data = next((c for c in _BYTES_COLUMNS if c in names), None)
         path = next((c for c in _PATH_COLUMNS if c in names), None)
         if data is None and path is None:
-            raise ConfigError(f"the Ray Dataset needs a column of image bytes ({' or '.join(_BYTES_COLUMNS)}) or "
-                              f"of paths ({', '.join(_PATH_COLUMNS)}); it has {', '.join(names)}")
+            raise ConfigError(
+                f"the Ray Dataset needs a column of image bytes ({' or '.join(_BYTES_COLUMNS)}) or "
+                f"of paths ({', '.join(_PATH_COLUMNS)}); it has {', '.join(names)}"
+            )
         columns = {"source": path, "location": None if data else path, "data": data}
         return source.repartition(target_num_rows_per_block=batch_size), columns, 0, None
     pairs = expand_sources(source)
     todo = [(s, loc) for s, loc in pairs if s not in done]
-    blocks = [pa.table({"source": [s for s, _ in todo[i:i + batch_size]],
-                        "location": [loc for _, loc in todo[i:i + batch_size]]})
-              for i in range(0, len(todo), batch_size)]
+    blocks = [
+        pa.table(
+            {
+                "source": [s for s, _ in todo[i : i + batch_size]],
+                "location": [loc for _, loc in todo[i : i + batch_size]],
+            }
+        )
+        for i in range(0, len(todo), batch_size)
+    ]
     columns = {"source": "source", "location": "location", "data": None}
     return (ray.data.from_arrow(blocks) if blocks else None), columns, len(pairs) - len(todo), len(blocks)
 
 
-def encode_dataset(source: str | os.PathLike | Iterable[str | os.PathLike] | Any, output: str | os.PathLike, *,
-                   preset: str = "default", weights: str | None = None, config: EncodeConfig | None = None,
-                   concurrency: int | tuple[int, int] | None = None, batch_size: int = 16,
-                   cpus_per_worker: int = 1, gpus_per_worker: float = 0, device: str = "cpu",
-                   address: str | None = None, progress: bool = True,
-                   on_batch: Callable[[JobSummary], None] | None = None) -> JobSummary:
+def encode_dataset(
+    source: str | os.PathLike | Iterable[str | os.PathLike] | Any,
+    output: str | os.PathLike,
+    *,
+    preset: str = "default",
+    weights: str | None = None,
+    config: EncodeConfig | None = None,
+    concurrency: int | tuple[int, int] | None = None,
+    batch_size: int = 16,
+    cpus_per_worker: int = 1,
+    gpus_per_worker: float = 0,
+    device: str = "cpu",
+    address: str | None = None,
+    progress: bool = True,
+    on_batch: Callable[[JobSummary], None] | None = None,
+) -> JobSummary:
     """Encode every image of ``source`` into the texture dataset at ``output`` on a Ray cluster.
 
     Args:
@@ -199,22 +245,35 @@ def encode_dataset(source: str | os.PathLike | Iterable[str | os.PathLike] | Any
     job = prepare_output(out, texture_manifest(config))
     written = scan(out, ["id", "source", "texture_size"])
     done_sources = KeySet(written.column("source").to_pylist())
-    done_ids = KeySet(i for i, size in zip(written.column("id").to_pylist(), written.column("texture_size")
-                                           .to_pylist()) if size)
+    done_ids = KeySet(
+        i for i, size in zip(written.column("id").to_pylist(), written.column("texture_size").to_pylist()) if size
+    )
     ds, columns, skipped, batches = _input(ray, source, done_sources, batch_size)
     if ds is None:
         summary = JobSummary(seconds=time.time() - started)
     else:
         workers = pool(ray, concurrency, cpus_per_worker, batches, upstream=batches is None)
-        ds = ds.map_batches(EncodeWorker, batch_size=batch_size, batch_format="pyarrow", compute=workers,
-                            num_cpus=cpus_per_worker, num_gpus=gpus_per_worker or None, udf_modifying_row_count=False,
-                            fn_constructor_kwargs={"config": config.to_dict(), "output": out, "job": job,
-                                                   "columns": columns, "done_sources": done_sources,
-                                                   "done_ids": done_ids, "device": device,
-                                                   "threads": cpus_per_worker})
+        ds = ds.map_batches(
+            EncodeWorker,
+            batch_size=batch_size,
+            batch_format="pyarrow",
+            compute=workers,
+            num_cpus=cpus_per_worker,
+            num_gpus=gpus_per_worker or None,
+            udf_modifying_row_count=False,
+            fn_constructor_kwargs={
+                "config": config.to_dict(),
+                "output": out,
+                "job": job,
+                "columns": columns,
+                "done_sources": done_sources,
+                "done_ids": done_ids,
+                "device": device,
+                "threads": cpus_per_worker,
+            },
+        )
         summary = drain(ds, started, on_batch)
         summary.deduplicated = dedupe(out, "source")
     if skipped:
         summary.counts["skipped"] = summary.count("skipped") + skipped
     return summary
-

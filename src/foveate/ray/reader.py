@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from ..core.errors import DatasetError
-from .dataset import (MANIFEST, TEXTURE_COLUMNS, check_texture_manifest, is_uri, iter_parts, open_manifest, read_rows,
-                      scan)
+from .dataset import (
+    MANIFEST,
+    TEXTURE_COLUMNS,
+    check_texture_manifest,
+    is_uri,
+    iter_parts,
+    open_manifest,
+    read_rows,
+    scan,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.texture import Texture
@@ -38,8 +47,9 @@ def find_texture(where: str | os.PathLike, texture_id: str, device="cpu") -> Tex
         near = sorted({t for t in ids if t and t.startswith(texture_id[:8])})[:3]
         hint = f"; ids starting alike: {', '.join(near)}" if near else ""
         raise DatasetError(f"no texture {texture_id} in {where}{hint}")
-    row = read_rows(where, index.column("_part")[hit].as_py(), [index.column("_row")[hit].as_py()],
-                    ["id", "texture", "error"]).to_pylist()[0]
+    row = read_rows(
+        where, index.column("_part")[hit].as_py(), [index.column("_row")[hit].as_py()], ["id", "texture", "error"]
+    ).to_pylist()[0]
     return Texture.load(row, device=device)
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..core.errors import ConfigError, FoveateError
 from .dataset import EXTRA_HINT
@@ -17,8 +18,9 @@ MAX_LISTED_FAILURES = 100
 
 def require_ray():
     try:
-        import ray
         import ray.data  # noqa: F401
+
+        import ray
     except ImportError as exc:
         raise FoveateError(f"running on Ray needs Ray Data: {EXTRA_HINT}") from exc
     return ray
@@ -38,8 +40,9 @@ def connect(address: str | None = None, progress: bool = True):
     return ray
 
 
-def pool(ray, concurrency: int | tuple[int, int] | None, cpus: float, batches: int | None = None,
-         upstream: bool = False):
+def pool(
+    ray, concurrency: int | tuple[int, int] | None, cpus: float, batches: int | None = None, upstream: bool = False
+):
     """An actor pool of ``concurrency`` workers (``(min, max)`` autoscales), never more than there are
     ``batches`` to do.  ``None``: one per ``cpus`` CPUs of the cluster -- autoscaling from 1 when an ``upstream``
     stage (reading the files of a Ray Dataset) needs CPUs too: a fixed pool holding every CPU would starve it."""
@@ -62,9 +65,19 @@ def summary_table(columns: dict[str, list]):
     batch concatenates with the next."""
     import pyarrow as pa
 
-    schema = pa.schema([("key", pa.string()), ("id", pa.string()), ("status", pa.string()), ("error", pa.string()),
-                        ("ms", pa.float64()), ("bytes", pa.int64()), ("t0", pa.float64()), ("t1", pa.float64()),
-                        ("pid", pa.int64())])
+    schema = pa.schema(
+        [
+            ("key", pa.string()),
+            ("id", pa.string()),
+            ("status", pa.string()),
+            ("error", pa.string()),
+            ("ms", pa.float64()),
+            ("bytes", pa.int64()),
+            ("t0", pa.float64()),
+            ("t1", pa.float64()),
+            ("pid", pa.int64()),
+        ]
+    )
     return pa.table({f.name: columns[f.name] for f in schema}, schema=schema)
 
 
@@ -108,26 +121,32 @@ class JobSummary:
         end = min(max(b[1] for b in bs) for bs in by_worker.values())
         if end <= start:
             return None
-        rows = sum(n * max(0.0, min(t1, end) - max(t0, start)) / (t1 - t0)
-                   for t0, t1, _, n in self.batches if t1 > t0)
+        rows = sum(n * max(0.0, min(t1, end) - max(t0, start)) / (t1 - t0) for t0, t1, _, n in self.batches if t1 > t0)
         return rows / (end - start), end - start
 
     def to_dict(self) -> dict[str, Any]:
         done = self.rows - self.count("skipped")
-        return {**{k: self.count(k) for k in sorted(self.counts)}, "rows": self.rows,
-                "seconds": round(self.seconds, 3), "busy_seconds": round(self.busy_seconds, 3),
-                "per_s": round(done / self.seconds, 3) if self.seconds else None,
-                "busy_per_s": round(done / self.busy_seconds, 3) if self.busy_seconds else None,
-                "output_bytes": self.output_bytes, "work_ms": round(self.work_ms, 1), "workers": self.workers,
-                "deduplicated": self.deduplicated,
-                "failures": dict(self.failures)}
+        return {
+            **{k: self.count(k) for k in sorted(self.counts)},
+            "rows": self.rows,
+            "seconds": round(self.seconds, 3),
+            "busy_seconds": round(self.busy_seconds, 3),
+            "per_s": round(done / self.seconds, 3) if self.seconds else None,
+            "busy_per_s": round(done / self.busy_seconds, 3) if self.busy_seconds else None,
+            "output_bytes": self.output_bytes,
+            "work_ms": round(self.work_ms, 1),
+            "workers": self.workers,
+            "deduplicated": self.deduplicated,
+            "failures": dict(self.failures),
+        }
 
 
 def drain(ds, started: float, on_batch: Callable[[JobSummary], None] | None = None) -> JobSummary:
     """Run the job by iterating its summaries (one small row per input row: ``key`` (its source or query id),
     ``status``, ``error``, ``ms``, ``bytes``, ``t0``, ``t1``, ``pid``) and count them."""
     summary = JobSummary()
-    first, last, pids = float("inf"), 0.0, set()
+    first, last = float("inf"), 0.0
+    pids: set[int] = set()
     for batch in ds.iter_batches(batch_format="pyarrow", batch_size=None):
         cols = batch.to_pydict()
         for status in cols["status"]:
@@ -137,8 +156,9 @@ def drain(ds, started: float, on_batch: Callable[[JobSummary], None] | None = No
                 summary.failures[str(k)] = err
         summary.output_bytes += sum(b or 0 for b in cols["bytes"])
         summary.work_ms += sum(m or 0.0 for m in cols["ms"])
-        worked = [(a, b, p) for a, b, p, s in zip(cols["t0"], cols["t1"], cols["pid"], cols["status"])
-                  if s != "skipped"]
+        worked = [
+            (a, b, p) for a, b, p, s in zip(cols["t0"], cols["t1"], cols["pid"], cols["status"]) if s != "skipped"
+        ]
         if worked:
             first = min(first, min(a for a, _, _ in worked))
             last = max(last, max(b for _, b, _ in worked))

@@ -13,12 +13,22 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..core.config import DEFAULT_BUDGET, SelectConfig
 from ..core.errors import ConfigError, DatasetError, FoveateError
-from .dataset import (LeaseLost, dedupe, is_uri, prepare_output, read_rows, require_pyarrow, scan, selection_schema,
-                      write_part)
+from .dataset import (
+    LeaseLost,
+    dedupe,
+    is_uri,
+    prepare_output,
+    read_rows,
+    require_pyarrow,
+    scan,
+    selection_schema,
+    write_part,
+)
 from .encode import set_threads, warm_image
 from .reader import open_textures
 from .runtime import JobSummary, connect, drain, pool, summary_table
@@ -44,9 +54,10 @@ def load_queries(queries) -> list[dict]:
 
             return pcsv.read_csv(path).to_pylist()
         rows = []
+        n = 0  # the line being read (named when it is not JSON)
         try:
             with open(path, encoding="utf-8") as f:
-                for n, line in enumerate(f, 1):
+                for n, line in enumerate(f, 1):  # noqa: B007
                     if line.strip():
                         rows.append(json.loads(line))
         except OSError as exc:
@@ -89,8 +100,9 @@ def _work(queries: list[dict], index, done: set[int], budget: int, mode: str) ->
     where: dict[str, tuple[str, int]] = {}
     by_source: dict[str, tuple[str | None, str | None]] = {}
     first_source: dict[str | None, str] = {}
-    for tid, src, size, err, part, row in zip(*(index.column(c).to_pylist() for c in
-                                                ("id", "source", "texture_size", "error", "_part", "_row"))):
+    for tid, src, size, err, part, row in zip(
+        *(index.column(c).to_pylist() for c in ("id", "source", "texture_size", "error", "_part", "_row"))
+    ):
         if size and tid not in where:
             where[tid] = (part, row)
         if src is not None:
@@ -117,9 +129,19 @@ def _work(queries: list[dict], index, done: set[int], budget: int, mode: str) ->
         part, prow = where.get(tid, (None, None)) if tid else (None, None)
         if part is None and error is None:
             error = f"no texture {tid} in the textures dataset"
-        items.append({"qid": qid, "id": tid, "source": src, "part": part, "row": prow, "error": error,
-                      "query": json.dumps(_query_of(row)), "budget": int(_get(row, "budget") or budget),
-                      "mode": _get(row, "mode") or mode})
+        items.append(
+            {
+                "qid": qid,
+                "id": tid,
+                "source": src,
+                "part": part,
+                "row": prow,
+                "error": error,
+                "query": json.dumps(_query_of(row)),
+                "budget": int(_get(row, "budget") or budget),
+                "mode": _get(row, "mode") or mode,
+            }
+        )
     items.sort(key=lambda r: (r["part"] or "", r["row"] or 0, r["qid"]))
     return items, skipped
 
@@ -141,10 +163,19 @@ def select_kwargs(weights, scorer) -> dict[str, Any]:
 class SelectWorker:
     """One actor of the pool: selects for a batch of queries and writes the results as a part."""
 
-    def __init__(self, textures: str, output: str, job: str, select: dict[str, Any], vlm: VlmHook | None,
-                 max_crops: int | None, rule: str, threads: int = 1) -> None:
-        from ..core.texture import encode_array
+    def __init__(
+        self,
+        textures: str,
+        output: str,
+        job: str,
+        select: dict[str, Any],
+        vlm: VlmHook | None,
+        max_crops: int | None,
+        rule: str,
+        threads: int = 1,
+    ) -> None:
         from ..core.config import EncodeConfig
+        from ..core.texture import encode_array
         from ..selection import select as select_tokens
 
         set_threads(threads)
@@ -163,13 +194,17 @@ class SelectWorker:
             return out
         try:
             t0 = time.perf_counter()
-            sel = select_tokens(tex, json.loads(item["query"]), budget=item["budget"], mode=item["mode"], cut=False,
-                                **self.kw)
+            sel = select_tokens(
+                tex, json.loads(item["query"]), budget=item["budget"], mode=item["mode"], cut=False, **self.kw
+            )
             doc = sel.to_dict()
             doc["crops"] = plan_crops(sel, self.rule, max_crops=self.max_crops).to_dict()
-            out.update(num_tokens=len(sel), selection=json.dumps(doc),
-                       vlm=json.dumps(self.vlm(tex, sel)) if self.vlm is not None else None,
-                       select_ms=(time.perf_counter() - t0) * 1000.0)
+            out.update(
+                num_tokens=len(sel),
+                selection=json.dumps(doc),
+                vlm=json.dumps(self.vlm(tex, sel)) if self.vlm is not None else None,
+                select_ms=(time.perf_counter() - t0) * 1000.0,
+            )
         except FoveateError as exc:
             out["error"] = str(exc)
         except Exception as exc:  # noqa: BLE001 - one bad query must never fail the job: it becomes its row
@@ -204,23 +239,49 @@ class SelectWorker:
         rows = [self._one(it, texs.get((it["part"], it["row"]))) for it in items]
         status = ["failed" if r["error"] else "selected" for r in rows]
         try:
-            write_part(self.output, pa.Table.from_pylist(rows, schema=selection_schema()), [r["qid"] for r in rows],
-                       {"kind": "selections"}, job=self.job)
+            write_part(
+                self.output,
+                pa.Table.from_pylist(rows, schema=selection_schema()),
+                [r["qid"] for r in rows],
+                {"kind": "selections"},
+                job=self.job,
+            )
         except LeaseLost:
             status = ["abandoned"] * len(rows)
         n = len(rows)
-        return summary_table({"key": [str(r["qid"]) for r in rows], "id": [r["id"] for r in rows],
-                              "status": status,
-                              "error": [r["error"] for r in rows], "ms": [r["select_ms"] for r in rows],
-                              "bytes": [len(r["selection"] or "") for r in rows], "t0": [t0] * n,
-                              "t1": [time.time()] * n, "pid": [os.getpid()] * n})
+        return summary_table(
+            {
+                "key": [str(r["qid"]) for r in rows],
+                "id": [r["id"] for r in rows],
+                "status": status,
+                "error": [r["error"] for r in rows],
+                "ms": [r["select_ms"] for r in rows],
+                "bytes": [len(r["selection"] or "") for r in rows],
+                "t0": [t0] * n,
+                "t1": [time.time()] * n,
+                "pid": [os.getpid()] * n,
+            }
+        )
 
 
-def select_dataset(textures: str | os.PathLike, queries, output: str | os.PathLike, *, budget: int = DEFAULT_BUDGET,
-                   mode: str = "auto", weights: str | os.PathLike | None = None, scorer=None,
-                   vlm: VlmHook | None = None, max_crops: int | None = None, rule: str = "openai",
-                   concurrency: int | tuple[int, int] | None = None, batch_size: int = 64, cpus_per_worker: int = 1,
-                   address: str | None = None, progress: bool = True) -> JobSummary:
+def select_dataset(
+    textures: str | os.PathLike,
+    queries,
+    output: str | os.PathLike,
+    *,
+    budget: int = DEFAULT_BUDGET,
+    mode: str = "auto",
+    weights: str | os.PathLike | None = None,
+    scorer=None,
+    vlm: VlmHook | None = None,
+    max_crops: int | None = None,
+    rule: str = "openai",
+    concurrency: int | tuple[int, int] | None = None,
+    batch_size: int = 64,
+    cpus_per_worker: int = 1,
+    address: str | None = None,
+    progress: bool = True,
+) -> JobSummary:
     """Answer every query of ``queries`` from the texture dataset ``textures`` and write the selections to the
     dataset ``output`` on a Ray cluster.
 
@@ -257,17 +318,40 @@ def select_dataset(textures: str | os.PathLike, queries, output: str | os.PathLi
     summary = JobSummary()
     if items:
         pa = require_pyarrow()
-        schema = pa.schema([("qid", pa.int64()), ("id", pa.string()), ("source", pa.string()), ("part", pa.string()),
-                            ("row", pa.int64()), ("error", pa.string()), ("query", pa.string()),
-                            ("budget", pa.int32()), ("mode", pa.string())])
-        blocks = [pa.Table.from_pylist(items[i:i + batch_size], schema=schema)
-                  for i in range(0, len(items), batch_size)]
+        schema = pa.schema(
+            [
+                ("qid", pa.int64()),
+                ("id", pa.string()),
+                ("source", pa.string()),
+                ("part", pa.string()),
+                ("row", pa.int64()),
+                ("error", pa.string()),
+                ("query", pa.string()),
+                ("budget", pa.int32()),
+                ("mode", pa.string()),
+            ]
+        )
+        blocks = [
+            pa.Table.from_pylist(items[i : i + batch_size], schema=schema) for i in range(0, len(items), batch_size)
+        ]
         ds = ray.data.from_arrow(blocks).map_batches(
-            SelectWorker, batch_size=batch_size, batch_format="pyarrow",
-            compute=pool(ray, concurrency, cpus_per_worker, len(blocks)), num_cpus=cpus_per_worker,
+            SelectWorker,
+            batch_size=batch_size,
+            batch_format="pyarrow",
+            compute=pool(ray, concurrency, cpus_per_worker, len(blocks)),
+            num_cpus=cpus_per_worker,
             udf_modifying_row_count=False,
-            fn_constructor_kwargs={"textures": src, "output": out, "job": job, "select": kw, "vlm": vlm,
-                                   "max_crops": max_crops, "rule": rule, "threads": cpus_per_worker})
+            fn_constructor_kwargs={
+                "textures": src,
+                "output": out,
+                "job": job,
+                "select": kw,
+                "vlm": vlm,
+                "max_crops": max_crops,
+                "rule": rule,
+                "threads": cpus_per_worker,
+            },
+        )
         summary = drain(ds, started)
         summary.deduplicated = dedupe(out, "qid")
     summary.seconds = time.time() - started

@@ -8,8 +8,8 @@ import fnmatch
 import functools
 import glob
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from ..core.errors import DatasetError
 from ..store.ingest import IMAGE_SUFFIXES
@@ -24,7 +24,7 @@ def _is_image(name: str) -> bool:
 
 def _as_uri(base_uri: str, base_root: str, fs_path: str) -> str:
     """A path the filesystem listed under ``base_root`` as a URI written like ``base_uri`` (``s3://b/x.jpg``)."""
-    return base_uri.rstrip("/") + fs_path[len(base_root.rstrip("/")):]
+    return base_uri.rstrip("/") + fs_path[len(base_root.rstrip("/")) :]
 
 
 def _expand_uri(uri: str, strict: bool) -> list[tuple[str, str]]:
@@ -33,7 +33,7 @@ def _expand_uri(uri: str, strict: bool) -> list[tuple[str, str]]:
     if _GLOB_CHARS & set(uri):
         base = uri[: min(uri.index(c) for c in _GLOB_CHARS if c in uri)].rsplit("/", 1)[0]
         fs, root = resolve(base)
-        pattern = root.rstrip("/") + uri[len(base):]
+        pattern = root.rstrip("/") + uri[len(base) :]
         infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
         found = sorted(i.path for i in infos if i.type == pafs.FileType.File and fnmatch.fnmatch(i.path, pattern))
         return [(_as_uri(base, root, p),) * 2 for p in found]
@@ -65,13 +65,16 @@ def expand_sources(source: str | os.PathLike | Iterable[str | os.PathLike]) -> l
     """(source as given, location) for every image: folders searched recursively for image files (by suffix),
     globs expanded, files and URIs as they are.  A single folder, glob or file that yields nothing is an error;
     a missing file in a list is not (it becomes an error row)."""
-    single = isinstance(source, (str, os.PathLike))
-    items = [source] if single else list(source)
+    items: list[str | os.PathLike]
+    if isinstance(source, (str, os.PathLike)):
+        single, items = True, [source]
+    else:
+        single, items = False, list(source)
     out: list[tuple[str, str]] = []
     seen: set[str] = set()
     for item in items:
         s = os.fspath(item)
-        for given, location in (_expand_uri(s, single) if is_uri(s) else _expand_local(s, single)):
+        for given, location in _expand_uri(s, single) if is_uri(s) else _expand_local(s, single):
             if given not in seen:
                 seen.add(given)
                 out.append((given, location))
@@ -89,7 +92,7 @@ def _filesystem(prefix: str):
 def read_location(location: str) -> bytes:
     """The bytes at a local path or URI."""
     if location.startswith("file://"):
-        location = location[len("file://"):]
+        location = location[len("file://") :]
     if not is_uri(location):
         with open(location, "rb") as f:
             return f.read()

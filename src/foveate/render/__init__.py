@@ -13,8 +13,11 @@
 
 from .._lazy import lazy_exports
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    **{n: ".crops" for n in ("crop_images", "plan_crops")},
-    **{n: ".outputs" for n in ("png_bytes", "tokens_metadata", "write_outputs", "write_png")},
-    **{n: ".overlay" for n in ("LEVEL_COLORS", "heatmap", "render_mosaic", "render_overlay")},
-})
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        **{n: ".crops" for n in ("crop_images", "plan_crops")},
+        **{n: ".outputs" for n in ("png_bytes", "tokens_metadata", "write_outputs", "write_png")},
+        **{n: ".overlay" for n in ("LEVEL_COLORS", "heatmap", "render_mosaic", "render_overlay")},
+    },
+)

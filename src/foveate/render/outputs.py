@@ -30,14 +30,27 @@ def write_png(path: Path, rgb: np.ndarray) -> None:
 
 def tokens_metadata(sel: Selection) -> dict[str, str]:
     """The string metadata of ``tokens.safetensors``: patch size, image size, texture id, query (JSON)."""
-    return {"patch_size": str(sel.patch_size), "image_width": str(sel.image_size[1]),
-            "image_height": str(sel.image_size[0]), "texture_id": sel.texture_id,
-            "query": json.dumps(sel.query.to_dict())}
+    return {
+        "patch_size": str(sel.patch_size),
+        "image_width": str(sel.image_size[1]),
+        "image_height": str(sel.image_size[0]),
+        "texture_id": sel.texture_id,
+        "query": json.dumps(sel.query.to_dict()),
+    }
 
 
-def write_outputs(texture: Texture, sel: Selection, outdir: str | Path, *, overlay: bool = True,
-                  mosaic: bool = True, tokens: bool = True, crops: bool = True, max_crops: int | None = None,
-                  vlm: str = "openai") -> dict[str, Path]:
+def write_outputs(
+    texture: Texture,
+    sel: Selection,
+    outdir: str | Path,
+    *,
+    overlay: bool = True,
+    mosaic: bool = True,
+    tokens: bool = True,
+    crops: bool = True,
+    max_crops: int | None = None,
+    vlm: str = "openai",
+) -> dict[str, Path]:
     """Write ``selection.json``, ``overlay.png``, ``mosaic.png``, ``tokens.safetensors`` and ``crops/`` (the
     pictures to send the VLM rule ``vlm``, at most ``max_crops`` besides the context) to ``outdir``.  Returns the
     paths written, by name."""

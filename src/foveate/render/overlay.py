@@ -10,8 +10,16 @@ from ..core.texture import Texture
 from ..selection import Selection
 
 #: outline colour per level (RGB): level 0 green, then cyan, yellow, orange, magenta, ...
-LEVEL_COLORS = [(40, 220, 40), (0, 190, 255), (255, 220, 0), (255, 120, 0), (230, 0, 230), (255, 255, 255),
-                (160, 160, 160), (90, 90, 90)]
+LEVEL_COLORS = [
+    (40, 220, 40),
+    (0, 190, 255),
+    (255, 220, 0),
+    (255, 120, 0),
+    (230, 0, 230),
+    (255, 255, 255),
+    (160, 160, 160),
+    (90, 90, 90),
+]
 
 
 def _level_color(level: int) -> tuple[int, int, int]:
@@ -62,8 +70,11 @@ def render_mosaic(texture: Texture, sel: Selection, fill: int = 128) -> np.ndarr
             continue
         mask = np.repeat(np.repeat(lm == lvl, p, axis=0), p, axis=1)
         src = pyr[int(lvl)]
-        up = src if lvl == 0 else cv2.resize(src, (src.shape[1] << int(lvl), src.shape[0] << int(lvl)),
-                                            interpolation=cv2.INTER_LINEAR)
+        up = (
+            src
+            if lvl == 0
+            else cv2.resize(src, (src.shape[1] << int(lvl), src.shape[0] << int(lvl)), interpolation=cv2.INTER_LINEAR)
+        )
         canvas[mask] = up[: gh * p, : gw * p][mask]
     h, w = texture.image_size
     return canvas[:h, :w].copy()

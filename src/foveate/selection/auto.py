@@ -49,8 +49,9 @@ def finest_levels(tiles: list[tuple[int, int, int]], grid0: tuple[int, int]) -> 
     return out
 
 
-def legible_share(levels: np.ndarray, patch: int, boxes: np.ndarray, heights: np.ndarray,
-                  min_px: float = LEGIBLE_PX) -> np.ndarray:
+def legible_share(
+    levels: np.ndarray, patch: int, boxes: np.ndarray, heights: np.ndarray, min_px: float = LEGIBLE_PX
+) -> np.ndarray:
     """(N,) float64: the share of each box's area on level-0 tiles whose finest selected level keeps text of its
     height legible (``height / 2**level >= min_px``).  ``levels`` from :func:`finest_levels`; boxes in pixels.
 
@@ -74,8 +75,14 @@ def legible_share(levels: np.ndarray, patch: int, boxes: np.ndarray, heights: np
     return out
 
 
-def expected_legible(tiles: list[tuple[int, int, int]], grid0: tuple[int, int], patch: int, boxes: np.ndarray,
-                     heights: np.ndarray, probs: np.ndarray) -> float:
+def expected_legible(
+    tiles: list[tuple[int, int, int]],
+    grid0: tuple[int, int],
+    patch: int,
+    boxes: np.ndarray,
+    heights: np.ndarray,
+    probs: np.ndarray,
+) -> float:
     """``sum_i probs[i] * legible_share(line i)`` over the lines with probability >= :data:`MIN_PROBABILITY`."""
     keep = np.nonzero(np.asarray(probs) >= MIN_PROBABILITY)[0]
     if not len(keep):
@@ -84,8 +91,12 @@ def expected_legible(tiles: list[tuple[int, int, int]], grid0: tuple[int, int], 
     return float(np.dot(np.asarray(probs, np.float64)[keep], share))
 
 
-def choose(candidates: dict[str, Callable[[], list[tuple[int, int, int]]]], grid0: tuple[int, int], patch: int,
-           lines: LikelyLines | None) -> tuple[str, list[tuple[int, int, int]], dict[str, float]]:
+def choose(
+    candidates: dict[str, Callable[[], list[tuple[int, int, int]]]],
+    grid0: tuple[int, int],
+    patch: int,
+    lines: LikelyLines | None,
+) -> tuple[str, list[tuple[int, int, int]], dict[str, float]]:
     """The candidate layout with the largest expected legible answer: (its name, its tiles, every computed
     candidate's expectation).  ``candidates`` map names to functions making the tiles, the default (kept on ties)
     first; the others are not made when ``lines`` is None or the default already makes every likely line legible."""

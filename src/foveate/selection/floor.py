@@ -15,7 +15,8 @@ said where to look); ``SelectConfig(floor="off")`` turns it off.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,16 +31,16 @@ if TYPE_CHECKING:
 
 #: The gate's inputs, in order (a weights file names them; a missing weight counts as 0).
 FLOOR_FEATURES = (
-    "bias",              # 1
-    "log_scale",         # log2 of the uniform layout's downscale at this budget
-    "print_legible",     # log2(median OCR line height / (8 px * that downscale)), clipped to [-4, 4]; 0 without text
-    "has_lines",         # OCR found text
-    "text_signal",       # the query text reached the learned text term (a question on a page with text)
-    "top_prob",          # the ranker's probability of its best line (0 without a text signal)
-    "prompt",            # the query has points or boxes
-    "no_query",          # the query is empty
+    "bias",  # 1
+    "log_scale",  # log2 of the uniform layout's downscale at this budget
+    "print_legible",  # log2(median OCR line height / (8 px * that downscale)), clipped to [-4, 4]; 0 without text
+    "has_lines",  # OCR found text
+    "text_signal",  # the query text reached the learned text term (a question on a page with text)
+    "top_prob",  # the ranker's probability of its best line (0 without a text signal)
+    "prompt",  # the query has points or boxes
+    "no_query",  # the query is empty
     "log_budget_share",  # log2(budget / level-0 tiles)
-    "text_share",        # share of level-0 tiles holding text
+    "text_share",  # share of level-0 tiles holding text
     "signal_text_share",  # text_signal x log2(text_share, floored at 1/256): a question read on a few stray lines
 )
 
@@ -56,10 +57,19 @@ def floor_features(texture: Texture, query: Query, lines: LikelyLines | None, bu
     legible = float(np.clip(math.log2(max(h_med, 1.0) / (8.0 * s)), -4.0, 4.0)) if has_lines else 0.0
     signal = lines is not None
     top = lines.top if lines is not None else 0.0
-    return {"bias": 1.0, "log_scale": math.log2(s), "print_legible": legible, "has_lines": float(has_lines),
-            "text_signal": float(signal), "top_prob": top, "prompt": float(query.has_prompt),
-            "no_query": float(query.is_empty), "log_budget_share": math.log2(budget / (gh * gw)),
-            "text_share": share, "signal_text_share": float(signal) * math.log2(max(share, MIN_TEXT_SHARE))}
+    return {
+        "bias": 1.0,
+        "log_scale": math.log2(s),
+        "print_legible": legible,
+        "has_lines": float(has_lines),
+        "text_signal": float(signal),
+        "top_prob": top,
+        "prompt": float(query.has_prompt),
+        "no_query": float(query.is_empty),
+        "log_budget_share": math.log2(budget / (gh * gw)),
+        "text_share": share,
+        "signal_text_share": float(signal) * math.log2(max(share, MIN_TEXT_SHARE)),
+    }
 
 
 def _static(texture: Texture) -> tuple[float, float, bool]:
@@ -78,8 +88,9 @@ def floor_margin(weights: Mapping[str, float], features: Mapping[str, float]) ->
     return FloorGate(weights).margin(features)
 
 
-def prefer_uniform(texture: Texture, query: Query, gate: FloorGate | None, lines: LikelyLines | None,
-                   budget: int) -> tuple[bool, float]:
+def prefer_uniform(
+    texture: Texture, query: Query, gate: FloorGate | None, lines: LikelyLines | None, budget: int
+) -> tuple[bool, float]:
     """``(take the uniform layout?, the gate's margin)``; ``(False, inf)`` without a gate."""
     if gate is None or not gate.weights:
         return False, math.inf

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -16,7 +17,8 @@ from ..core.errors import BudgetError
 def _cover_error(budget: int, gh: int, gw: int, size: str = "") -> BudgetError:
     return BudgetError(
         f"budget {budget} is below the {gh * gw} tiles of the coarsest level ({gw}x{gh}{size}); raise the budget, "
-        "encode with more levels (max_levels) or use mode 'topk'")
+        "encode with more levels (max_levels) or use mode 'topk'"
+    )
 
 
 def covers(shapes: list[tuple[int, int]], budget: int) -> bool:
@@ -57,8 +59,14 @@ def _n_children(level: int, r: int, c: int, shapes: list[tuple[int, int]]) -> in
     return (min(2 * r + 2, gh) - 2 * r) * (min(2 * c + 2, gw) - 2 * c)
 
 
-def quadtree_select(score: list[np.ndarray], need: list[np.ndarray], budget: int, area_exponent: float = 1.0,
-                    min_level: int = 0, prior: np.ndarray | None = None) -> list[tuple[int, int, int]]:
+def quadtree_select(
+    score: list[np.ndarray],
+    need: list[np.ndarray],
+    budget: int,
+    area_exponent: float = 1.0,
+    min_level: int = 0,
+    prior: np.ndarray | None = None,
+) -> list[tuple[int, int, int]]:
     """Greedy quadtree refinement.
 
     Args:
@@ -78,8 +86,10 @@ def quadtree_select(score: list[np.ndarray], need: list[np.ndarray], budget: int
     # log-priority = score + log(need) + level * area_exponent * ln 2 + prior[level], as nested lists for fast
     # scalar access (level 0 and levels at or below min_level are never split: no priorities needed there)
     prior = np.zeros(len(shapes)) if prior is None else np.asarray(prior, np.float64)
-    prio = [(score[lvl] + np.log(need[lvl]) + (lvl * log2a + float(prior[lvl]))).tolist() if lvl > min_level
-            else None for lvl in range(len(shapes))]
+    prio: list[list[list[float]]] = [
+        (score[lvl] + np.log(need[lvl]) + (lvl * log2a + float(prior[lvl]))).tolist() if lvl > min_level else []
+        for lvl in range(len(shapes))
+    ]
     leaves = {(top, r, c) for r in range(gh) for c in range(gw)}
     used = len(leaves)
     heap = [(-prio[top][r][c], -top, r, c) for (_, r, c) in leaves] if top > min_level else []
@@ -90,8 +100,12 @@ def quadtree_select(score: list[np.ndarray], need: list[np.ndarray], budget: int
         if not filtered and budget - used < 3:
             # from now on only border tiles with fewer than 4 children can still be split: drop the rest at once
             # (only a tile on the last row or column of its children's level has fewer than 4: test that first)
-            heap = [e for e in heap if (2 * e[2] + 2 > shapes[-e[1] - 1][0] or 2 * e[3] + 2 > shapes[-e[1] - 1][1])
-                    and _n_children(-e[1], e[2], e[3], shapes) - 1 <= budget - used]
+            heap = [
+                e
+                for e in heap
+                if (2 * e[2] + 2 > shapes[-e[1] - 1][0] or 2 * e[3] + 2 > shapes[-e[1] - 1][1])
+                and _n_children(-e[1], e[2], e[3], shapes) - 1 <= budget - used
+            ]
             heapq.heapify(heap)
             filtered = True
             continue
@@ -100,6 +114,7 @@ def quadtree_select(score: list[np.ndarray], need: list[np.ndarray], budget: int
         kl = lvl - 1
         r2, c2 = 2 * r, 2 * c
         kh, kw = shapes[kl]
+        kids: Sequence[tuple[int, int, int]]
         if r2 + 1 < kh and c2 + 1 < kw:  # an interior tile: four children (the common case, spelled out)
             kids = ((kl, r2, c2), (kl, r2, c2 + 1), (kl, r2 + 1, c2), (kl, r2 + 1, c2 + 1))
         else:

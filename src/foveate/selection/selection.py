@@ -57,8 +57,10 @@ class Selection:
     timings_ms: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     explain: dict[str, float] | None = None
-    evidence: list[dict] = field(default_factory=list)  # with explain: what drove the query terms (OCR lines, ...)
-    scales: np.ndarray | None = None
+    #: with explain: what drove the query terms (OCR lines, ...)
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+    #: source pixels per token pixel; not given: 2 ** level (a pyramid's tokens), filled by __post_init__
+    scales: np.ndarray = None  # type: ignore[assignment]
     layout: str = "pyramid"
 
     def __post_init__(self) -> None:
@@ -71,7 +73,8 @@ class Selection:
     @property
     def num_tiles(self) -> int:
         gh, gw = self.relevance.shape
-        return gh * gw
+        out: int = gh * gw
+        return out
 
     def level_counts(self) -> dict[int, int]:
         vals, counts = np.unique(self.levels, return_counts=True)
@@ -112,12 +115,26 @@ class Selection:
             # built from .tolist() columns: per-element NumPy indexing made this ~5x slower (it is on the
             # HTTP service's select path); values are the same Python ints, floats and bools
             "tokens": [
-                {"level": lvl, "row": r, "col": c, "box": box, "center": [round(x, 6), round(y, 6)], "grid": grid,
-                 "score": round(score, 5), "gist": gist}
+                {
+                    "level": lvl,
+                    "row": r,
+                    "col": c,
+                    "box": box,
+                    "center": [round(x, 6), round(y, 6)],
+                    "grid": grid,
+                    "score": round(score, 5),
+                    "gist": gist,
+                }
                 for lvl, r, c, box, (x, y), grid, score, gist in zip(
-                    self.levels.tolist(), self.rows.tolist(), self.cols.tolist(), self.boxes.tolist(),
-                    self.centers.astype(np.float64).tolist(), self.grid.tolist(),
-                    self.scores.astype(np.float64).tolist(), self.gist.tolist())
+                    self.levels.tolist(),
+                    self.rows.tolist(),
+                    self.cols.tolist(),
+                    self.boxes.tolist(),
+                    self.centers.astype(np.float64).tolist(),
+                    self.grid.tolist(),
+                    self.scores.astype(np.float64).tolist(),
+                    self.gist.tolist(),
+                )
             ],
         }
 

@@ -35,12 +35,11 @@ from ..query.scorer import Scorer, default_scorer, resolve_scorer
 from ..query.terms import QUERY_TERMS, query_maps
 from ..weights.weights import WeightsSpec
 from .auto import choose
+from .floor import prefer_uniform
 from .quadtree import covers, quadtree_select, require_cover
 from .selection import Selection
-from .floor import prefer_uniform
 from .topk import topk_select, topk_split
 from .uniform import cut_uniform, uniform_grid
-
 
 # ----------------------------------------------------------------------------------------------------------
 # Scoring all levels at once
@@ -73,19 +72,34 @@ def score_texture(texture: Texture, query: Query, scorer: Scorer | None = None) 
     def per_level(a: np.ndarray) -> list[np.ndarray]:
         return [a[offsets[i] : offsets[i + 1]].reshape(shapes[i]) for i in range(len(shapes))]
 
-    return Scores(per_level(score), per_level(need), per_level(bound), list(qm.notes), feats, flat_q,
-                  list(qm.names), offsets, qm.lines)
+    return Scores(
+        per_level(score),
+        per_level(need),
+        per_level(bound),
+        list(qm.notes),
+        feats,
+        flat_q,
+        list(qm.names),
+        offsets,
+        qm.lines,
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------
 # Token cut and geometry
 
 
-def tile_geometry(levels: np.ndarray, rows: np.ndarray, cols: np.ndarray, image_size: tuple[int, int],
-                  patch: int, grid0: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def tile_geometry(
+    levels: np.ndarray,
+    rows: np.ndarray,
+    cols: np.ndarray,
+    image_size: tuple[int, int],
+    patch: int,
+    grid0: tuple[int, int],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Boxes (K, 4) in source pixels, normalised centres (K, 2), level-0 grid spans (K, 4)."""
     h, w = image_size
-    f = (1 << levels.astype(np.int64))
+    f = 1 << levels.astype(np.int64)
     side = patch * f
     x0, y0 = cols * side, rows * side
     x1, y1 = np.minimum(x0 + side, w), np.minimum(y0 + side, h)
@@ -114,20 +128,31 @@ def cut_tokens(texture: Texture, levels: np.ndarray, rows: np.ndarray, cols: np.
 # The public entry point
 
 
-def resolve_select_config(config: SelectConfig | None, budget: int | None, mode: str | None,
-                          overrides: dict[str, Any]) -> SelectConfig:
+def resolve_select_config(
+    config: SelectConfig | None, budget: int | None, mode: str | None, overrides: dict[str, Any]
+) -> SelectConfig:
     cfg = config or SelectConfig()
     changes = dict(overrides)
     if budget is not None:
         changes["budget"] = budget
     if mode is not None:
         changes["mode"] = mode
-    return replace_config(cfg, changes)
+    out: SelectConfig = replace_config(cfg, changes)
+    return out
 
 
-def select(texture: Texture, query: Any = None, budget: int | None = None, *, mode: str | None = None,
-           config: SelectConfig | None = None, scorer: Scorer | None = None, weights: WeightsSpec = None,
-           explain: bool = False, **overrides: Any) -> Selection:
+def select(
+    texture: Texture,
+    query: Any = None,
+    budget: int | None = None,
+    *,
+    mode: str | None = None,
+    config: SelectConfig | None = None,
+    scorer: Scorer | None = None,
+    weights: WeightsSpec = None,
+    explain: bool = False,
+    **overrides: Any,
+) -> Selection:
     """Pick tokens for one query from an encoded texture.
 
     Args:
@@ -142,8 +167,10 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
         explain: record which channels and query terms drove the chosen tiles (``Selection.explain``).
     """
     if not isinstance(texture, Texture):
-        raise QueryError(f"select needs a Texture as its first argument, got {type(texture).__name__}: encode the "
-                         "image first (foveate.encode(image)), or use FoveatePredictor.set_image")
+        raise QueryError(
+            f"select needs a Texture as its first argument, got {type(texture).__name__}: encode the "
+            "image first (foveate.encode(image)), or use FoveatePredictor.set_image"
+        )
     cfg = resolve_select_config(config, budget, mode, overrides)
     q = Query.coerce(query)
     q.validate(texture.image_size)
@@ -166,28 +193,38 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
     # them)
     if cfg.mode == "quadtree":
         require_cover(shapes, cfg.budget)  # a budget the quadtree cannot start from is an error, floor or not
-    if (foveated and cfg.floor == "auto" and cfg.budget < shapes[0][0] * shapes[0][1]
-            and not q.has_prompt and "semantic" not in sc.qnames):
+    if (
+        foveated
+        and cfg.floor == "auto"
+        and cfg.budget < shapes[0][0] * shapes[0][1]
+        and not q.has_prompt
+        and "semantic" not in sc.qnames
+    ):
         take, margin = prefer_uniform(texture, q, scorer.floor, sc.lines, cfg.budget)
         if take:
             layout = "uniform"
-            notes.append(f"uniform floor: at {cfg.budget} tokens the learned gate expects the whole image "
-                         f"resized to fit the budget to beat a foveated selection here (margin {margin:.2f}); "
-                         "floor='off' always foveates")
+            notes.append(
+                f"uniform floor: at {cfg.budget} tokens the learned gate expects the whole image "
+                f"resized to fit the budget to beat a foveated selection here (margin {margin:.2f}); "
+                "floor='off' always foveates"
+            )
     mode = cfg.mode
     if layout == "pyramid":
         candidates = {}  # name -> tiles, made on demand (auto may never need the second)
         if foveated and covers(shapes, cfg.budget):
-            candidates["quadtree"] = lambda: quadtree_select(sc.score, sc.need, cfg.budget, cfg.area_exponent,
-                                                             cfg.min_level, prior=scorer.prior(n_levels))
+            candidates["quadtree"] = lambda: quadtree_select(
+                sc.score, sc.need, cfg.budget, cfg.area_exponent, cfg.min_level, prior=scorer.prior(n_levels)
+            )
         lines = sc.lines if mode == "auto" else None  # what auto weighs the layouts by
         if mode == "topk" or (mode == "auto" and (not candidates or lines is not None)):
             gist_tiles, k = topk_split(shapes, cfg.budget, cfg.gist)
             candidates["topk"] = lambda: gist_tiles + _topk_tiles(sc, cfg, n_levels, k)
         mode, tiles, expected = choose(candidates, shapes[0], texture.patch_size, lines)
         if len(expected) > 1:
-            notes.append(f"auto: {mode} layout; the likely answer lines are legible for "
-                         + ", ".join(f"{v:.2f} of their probability with {n}" for n, v in expected.items()))
+            notes.append(
+                f"auto: {mode} layout; the likely answer lines are legible for "
+                + ", ".join(f"{v:.2f} of their probability with {n}" for n, v in expected.items())
+            )
         if mode == "topk" and cfg.gist and not gist_tiles and n_levels > 1:
             gh, gw = shapes[-1]
             notes.append(f"no gist: the coarsest level's {gh * gw} tiles do not fit in budget {cfg.budget}")
@@ -203,22 +240,40 @@ def select(texture: Texture, query: Any = None, budget: int | None = None, *, mo
         if mode == "topk" and k >= full:
             notes.append(f"budget {cfg.budget} exceeds the image's {full} level-0 tiles: all of them are selected")
         elif mode == "quadtree" and all(lvl <= cfg.min_level for lvl, _, _ in tiles):
-            notes.append(f"budget {cfg.budget} exceeds what the image can use: full resolution in "
-                         f"{len(tiles)} tokens")
+            notes.append(f"budget {cfg.budget} exceeds what the image can use: full resolution in {len(tiles)} tokens")
     explained = None
     if explain:
-        flat_rows = torch.tensor([sc.offsets[lvl] + r * shapes[lvl][1] + c
-                                  for lvl, r, c in zip(parts["levels"].tolist(), parts["rows"].tolist(),
-                                                       parts["cols"].tolist())] if layout == "pyramid" else [],
-                                 dtype=torch.int64, device=sc.flat_feats.device)
+        flat_rows = torch.tensor(
+            [
+                sc.offsets[lvl] + r * shapes[lvl][1] + c
+                for lvl, r, c in zip(parts["levels"].tolist(), parts["rows"].tolist(), parts["cols"].tolist())
+            ]
+            if layout == "pyramid"
+            else [],
+            dtype=torch.int64,
+            device=sc.flat_feats.device,
+        )
         with torch.inference_mode():
             explained = scorer.explain(sc.flat_feats, sc.flat_q, sc.qnames, flat_rows) if len(flat_rows) else {}
     sel = Selection(
-        **parts, relevance=sc.score[0].astype(np.float32), image_size=texture.image_size,
-        patch_size=texture.patch_size, num_levels=n_levels, budget=cfg.budget, mode=mode, query=q,
-        texture_id=texture.id, notes=notes, explain=explained, layout=layout,
-        timings_ms={"score": (t1 - t0) * 1000, "select": (t2 - t1) * 1000, "cut": (t3 - t2) * 1000,
-                    "total": (t3 - t0) * 1000},
+        **parts,
+        relevance=sc.score[0].astype(np.float32),
+        image_size=texture.image_size,
+        patch_size=texture.patch_size,
+        num_levels=n_levels,
+        budget=cfg.budget,
+        mode=mode,
+        query=q,
+        texture_id=texture.id,
+        notes=notes,
+        explain=explained,
+        layout=layout,
+        timings_ms={
+            "score": (t1 - t0) * 1000,
+            "select": (t2 - t1) * 1000,
+            "cut": (t3 - t2) * 1000,
+            "total": (t3 - t0) * 1000,
+        },
     )
     if explain:
         sel.evidence = _evidence(texture, q, sc.qnames, sel, scorer)
@@ -230,11 +285,13 @@ def _topk_tiles(sc: Scores, cfg: SelectConfig, n_levels: int, k: int) -> list[tu
     stage_levels = tuple(sorted({min(lvl, n_levels - 1) for lvl in cfg.topk_levels}, reverse=True))
     cands = cfg.topk_candidates
     if cands is not None and len(stage_levels) != len(cfg.topk_levels):
-        cands = cands[len(cfg.topk_levels) - len(stage_levels):]  # coarse stages collapsed by clamping
+        cands = cands[len(cfg.topk_levels) - len(stage_levels) :]  # coarse stages collapsed by clamping
     return topk_select(sc.score, k, stage_levels, cands, rank=sc.bound)
 
 
-def _pyramid_parts(texture: Texture, sc: Scores, cfg: SelectConfig, tiles: list, gist: np.ndarray) -> dict:
+def _pyramid_parts(
+    texture: Texture, sc: Scores, cfg: SelectConfig, tiles: list[Any], gist: np.ndarray
+) -> dict[str, Any]:
     """The Selection arrays of pyramid tiles ``(level, row, col)``."""
     arr = np.array(tiles, dtype=np.int64).reshape(-1, 3)
     levels, rows, cols = arr[:, 0], arr[:, 1], arr[:, 2]
@@ -242,14 +299,24 @@ def _pyramid_parts(texture: Texture, sc: Scores, cfg: SelectConfig, tiles: list,
     for lvl in np.unique(levels):
         at = levels == lvl
         scores[at] = sc.score[int(lvl)][rows[at], cols[at]]
-    boxes, centers, grid = tile_geometry(levels, rows, cols, texture.image_size, texture.patch_size,
-                                         texture.level_shapes[0])
+    boxes, centers, grid = tile_geometry(
+        levels, rows, cols, texture.image_size, texture.patch_size, texture.level_shapes[0]
+    )
     patches = cut_tokens(texture, levels, rows, cols) if cfg.cut else None
-    return dict(levels=levels, rows=rows, cols=cols, scores=scores, boxes=boxes, centers=centers, grid=grid,
-                gist=gist, patches=patches)
+    return dict(
+        levels=levels,
+        rows=rows,
+        cols=cols,
+        scores=scores,
+        boxes=boxes,
+        centers=centers,
+        grid=grid,
+        gist=gist,
+        patches=patches,
+    )
 
 
-def _uniform_parts(texture: Texture, sc: Scores, cfg: SelectConfig) -> dict:
+def _uniform_parts(texture: Texture, sc: Scores, cfg: SelectConfig) -> dict[str, Any]:
     """The Selection arrays of the uniform layout: the image resized by s to fit the budget, cut in P x P tiles.
 
     ``levels`` holds the finest pyramid level whose scale is at most s (the tiles' scores and level map read it);
@@ -262,8 +329,15 @@ def _uniform_parts(texture: Texture, sc: Scores, cfg: SelectConfig) -> dict:
     rows, cols = np.divmod(np.arange(k, dtype=np.int64), nx)
     lvl = int(min(math.floor(math.log2(s) + 1e-9), len(texture.level_shapes) - 1))
     gh, gw = texture.level_shapes[0]
-    grid = np.stack([boxes[:, 1] // p, boxes[:, 0] // p, np.minimum(-(-boxes[:, 3] // p), gh),
-                     np.minimum(-(-boxes[:, 2] // p), gw)], -1).astype(np.int64)
+    grid = np.stack(
+        [
+            boxes[:, 1] // p,
+            boxes[:, 0] // p,
+            np.minimum(-(-boxes[:, 3] // p), gh),
+            np.minimum(-(-boxes[:, 2] // p), gw),
+        ],
+        -1,
+    ).astype(np.int64)
     f = 1 << lvl
     score_l = sc.score[lvl]
     cy = np.minimum(((boxes[:, 1] + boxes[:, 3]) // 2) // (p * f), score_l.shape[0] - 1)
@@ -271,15 +345,28 @@ def _uniform_parts(texture: Texture, sc: Scores, cfg: SelectConfig) -> dict:
     centers = np.stack([(boxes[:, 0] + boxes[:, 2]) / 2.0 / w, (boxes[:, 1] + boxes[:, 3]) / 2.0 / h], -1)
     patches = None
     if cfg.cut:  # the same tiles for every query at this budget: cut once per texture (a resize of the whole image)
-        cached = texture.derived(("uniform", s, ny, nx),
-                                 lambda: torch.from_numpy(cut_uniform(texture.image, s, p, (ny, nx))).permute(0, 3, 1, 2))
+        cached = texture.derived(
+            ("uniform", s, ny, nx),
+            lambda: torch.from_numpy(cut_uniform(texture.image, s, p, (ny, nx))).permute(0, 3, 1, 2),
+        )
         patches = cached.clone()
-    return dict(levels=np.full(k, lvl, np.int64), rows=rows, cols=cols, scores=score_l[cy, cx].astype(np.float32),
-                boxes=boxes, centers=centers.astype(np.float32), grid=grid, gist=np.zeros(k, bool), patches=patches,
-                scales=np.full(k, s, np.float64))
+    return dict(
+        levels=np.full(k, lvl, np.int64),
+        rows=rows,
+        cols=cols,
+        scores=score_l[cy, cx].astype(np.float32),
+        boxes=boxes,
+        centers=centers.astype(np.float32),
+        grid=grid,
+        gist=np.zeros(k, bool),
+        patches=patches,
+        scales=np.full(k, s, np.float64),
+    )
 
 
-def _evidence(texture: Texture, query: Query, qnames: list[str], sel: Selection, scorer: Scorer) -> list[dict]:
+def _evidence(
+    texture: Texture, query: Query, qnames: list[str], sel: Selection, scorer: Scorer
+) -> list[dict[str, Any]]:
     """Each query term's evidence (e.g. matched OCR lines), with the selected levels over each item's box:
     ``levels`` = [finest, coarsest] selected level on the level-0 tiles the box touches (-1: not covered)."""
     items = []
@@ -291,8 +378,10 @@ def _evidence(texture: Texture, query: Query, qnames: list[str], sel: Selection,
         for item in found:
             if "box" in item:
                 x0, y0, x1, y1 = item["box"]
-                under = level_map[int(y0) // p : max(int(y1 - 1) // p + 1, int(y0) // p + 1),
-                                  int(x0) // p : max(int(x1 - 1) // p + 1, int(x0) // p + 1)]
+                under = level_map[
+                    int(y0) // p : max(int(y1 - 1) // p + 1, int(y0) // p + 1),
+                    int(x0) // p : max(int(x1 - 1) // p + 1, int(x0) // p + 1),
+                ]
                 if under.size:
                     item = {**item, "levels": [int(under.min()), int(under.max())]}
             items.append(item)

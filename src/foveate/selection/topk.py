@@ -19,9 +19,13 @@ def _rank(values: np.ndarray) -> np.ndarray:
     return np.argsort(-values, kind="stable")
 
 
-def topk_select(score: list[np.ndarray], k: int, stage_levels: tuple[int, ...],
-                candidates: tuple[int | None, ...] | None,
-                rank: list[np.ndarray] | None = None) -> list[tuple[int, int, int]]:
+def topk_select(
+    score: list[np.ndarray],
+    k: int,
+    stage_levels: tuple[int, ...],
+    candidates: tuple[int | None, ...] | None,
+    rank: list[np.ndarray] | None = None,
+) -> list[tuple[int, int, int]]:
     """Coarse-to-fine cascade ending with the best ``k`` level-0 tiles.
 
     Args:
@@ -58,8 +62,12 @@ def topk_select(score: list[np.ndarray], k: int, stage_levels: tuple[int, ...],
                 break
         f = 1 << (lvl - nxt)
         gh2, gw2 = shapes[nxt]
-        kids = [(rr, cc) for r, c in keep for rr in range(r * f, min((r + 1) * f, gh2))
-                for cc in range(c * f, min((c + 1) * f, gw2))]
+        kids = [
+            (rr, cc)
+            for r, c in keep
+            for rr in range(r * f, min((r + 1) * f, gh2))
+            for cc in range(c * f, min((c + 1) * f, gw2))
+        ]
         cand = np.array(kids, dtype=np.int64).reshape(-1, 2)
     vals = score[0][cand[:, 0], cand[:, 1]]
     # rank by score, ties by raster index so a pruned and an unpruned cascade agree

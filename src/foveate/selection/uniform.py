@@ -54,9 +54,15 @@ def cut_uniform(image: np.ndarray, scale: float, patch: int, grid: tuple[int, in
 
     h, w = image.shape[:2]
     ny, nx = grid
-    small = image if scale == 1.0 else cv2.resize(
-        image, (max(1, min(nx * patch, round(w / scale))), max(1, min(ny * patch, round(h / scale)))),
-        interpolation=cv2.INTER_AREA)
+    small = (
+        image
+        if scale == 1.0
+        else cv2.resize(
+            image,
+            (max(1, min(nx * patch, round(w / scale))), max(1, min(ny * patch, round(h / scale)))),
+            interpolation=cv2.INTER_AREA,
+        )
+    )
     sh, sw = small.shape[:2]
     canvas = np.pad(small, ((0, ny * patch - sh), (0, nx * patch - sw), (0, 0)), mode="edge")
     return canvas.reshape(ny, patch, nx, patch, 3).transpose(0, 2, 1, 3, 4).reshape(ny * nx, patch, patch, 3)

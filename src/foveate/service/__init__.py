@@ -19,7 +19,10 @@ from ..core.extras import require
 
 require("serve", "foveate.service")
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    **{n: ".app" for n in ("app_from_env", "create_app")},
-    "ServiceSettings": ".settings",
-})
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        **{n: ".app" for n in ("app_from_env", "create_app")},
+        "ServiceSettings": ".settings",
+    },
+)

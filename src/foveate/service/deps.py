@@ -18,5 +18,8 @@ async def require_key(request: Request, cred: HTTPAuthorizationCredentials | Non
     if key is None:
         return
     if not authorized({b"authorization": request.headers.get("authorization", "").encode("latin-1")}, key):
-        raise HTTPException(401, "missing or wrong API key: send 'Authorization: Bearer <key>' with the server's "
-                                 "FOVEATE_API_KEY", headers={"WWW-Authenticate": "Bearer"})
+        raise HTTPException(
+            401,
+            "missing or wrong API key: send 'Authorization: Bearer <key>' with the server's FOVEATE_API_KEY",
+            headers={"WWW-Authenticate": "Bearer"},
+        )

@@ -16,10 +16,12 @@ import os
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
+import torch
 
 from ..core.config import EncodeConfig
 from ..core.errors import ImageDecodeError, UnsupportedInputError
@@ -67,11 +69,9 @@ def _exit_with_parent(parent: int) -> None:
 def _warm_worker(torch_threads: int) -> None:
     """Process workers: exit with the server, then import and run the encoder once, so the first real job does not
     pay for it."""
-    import torch
-
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), name="foveate-parent-watch", daemon=True).start()
     torch.set_num_threads(torch_threads)
-    encode_array(np.zeros((64, 64, 3), np.uint8), EncodeConfig(preset="fast"), device="cpu")
+    encode_array(np.zeros((64, 64, 3), np.uint8), EncodeConfig(preset="fast"), device=torch.device("cpu"))
 
 
 def decode_job(data: bytes, max_pixels: int) -> tuple[np.ndarray, str]:
@@ -79,17 +79,17 @@ def decode_job(data: bytes, max_pixels: int) -> tuple[np.ndarray, str]:
     try:
         rgb = load_image(data, max_pixels=max_pixels)
     except (ImageDecodeError, UnsupportedInputError) as exc:
-        raise type(exc)(f"{str(exc).removeprefix('<bytes>: ')}; upload PNG, JPEG, WebP, TIFF or BMP "
-                        "bytes") from None
+        raise type(exc)(f"{str(exc).removeprefix('<bytes>: ')}; upload PNG, JPEG, WebP, TIFF or BMP bytes") from None
     return rgb, content_hash(rgb)
 
 
-def encode_job(rgb: np.ndarray, chash: str, config: EncodeConfig, store: TextureStore | str,
-               return_texture: bool) -> tuple[StoreEntry, bool, Texture | None]:
+def encode_job(
+    rgb: np.ndarray, chash: str, config: EncodeConfig, store: TextureStore | str, return_texture: bool
+) -> tuple[StoreEntry, bool, Texture | None]:
     """Encode, serialise and store one image (``chash``: its content hash, from :func:`decode_job`); returns
     (entry, created, texture if ``return_texture``).  ``store`` is the server's store (thread workers) or its
     path (process workers open their own)."""
-    tex = encode_array(rgb, config, device="cpu", content_hash=chash)
+    tex = encode_array(rgb, config, device=torch.device("cpu"), content_hash=chash)
     store = _worker_store(store) if isinstance(store, str) else store
     entry, created = store.put(tex)
     return entry, created, tex if return_texture else None
@@ -115,8 +115,12 @@ class EncodePool:
             import multiprocessing
 
             # spawn, not fork: the server process has threads (torch, the event loop) that fork would copy
-            self.executor: Executor = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                                          initializer=_warm_worker, initargs=(torch_threads,))
+            self.executor: Executor = ProcessPoolExecutor(
+                workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_warm_worker,
+                initargs=(torch_threads,),
+            )
         else:
             self.executor = ThreadPoolExecutor(workers, thread_name_prefix="foveate-encode")
 
@@ -155,8 +159,12 @@ def resident_bytes(tex: Texture) -> int:
     that its first select keeps (``core.texture.CHANNEL_TERMS``: 3 float32 per tile)."""
     flat, _ = tex.flat_features()
     pyr = tex.pixel_levels()
-    return (sum(tex.nbytes().values()) + flat.numel() * flat.element_size() + sum(p.nbytes for p in pyr[1:])
-            + flat.shape[0] * 3 * 4)
+    return (
+        sum(tex.nbytes().values())
+        + flat.numel() * flat.element_size()
+        + sum(p.nbytes for p in pyr[1:])
+        + flat.shape[0] * 3 * 4
+    )
 
 
 class TextureCache:
@@ -240,8 +248,9 @@ class Engine:
             threading.Thread(target=_warm_query_encoder, name="foveate-query-encoder", daemon=True).start()
         max_bytes = None if settings.store_max_mb is None else int(settings.store_max_mb * 2**20)
         self.store = TextureStore(settings.store, max_bytes=max_bytes)
-        self.pool = EncodePool(settings.pool, settings.workers, settings.queue, settings.retry_after,
-                                settings.torch_threads)
+        self.pool = EncodePool(
+            settings.pool, settings.workers, settings.queue, settings.retry_after, settings.torch_threads
+        )
         self.cache = TextureCache(int(settings.cache_mb * 2**20))
         self._inflight: dict[str, asyncio.Future] = {}
         self._load_locks: dict[str, threading.Lock] = {}
@@ -287,8 +296,9 @@ class Engine:
     async def _encode(self, tid: str, rgb: np.ndarray, chash: str) -> tuple[StoreEntry, bool]:
         t0 = time.perf_counter()
         threads = self.settings.pool == "thread"
-        entry, created, tex = await self.pool.run(encode_job, rgb, chash, self.config,
-                                                  self.store if threads else str(self.store.path), threads)
+        entry, created, tex = await self.pool.run(
+            encode_job, rgb, chash, self.config, self.store if threads else str(self.store.path), threads
+        )
         self.metrics.encodes.inc()
         self.metrics.encode_seconds.observe(time.perf_counter() - t0)
         if tex is not None:

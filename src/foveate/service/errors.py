@@ -47,29 +47,42 @@ def install_error_handlers(app: FastAPI) -> None:
         headers = {"Retry-After": str(app.state.settings.retry_after)} if status == 503 else None
         detail = str(exc)
         if isinstance(exc, StoreFullError):
-            detail = (f"the texture is {exc.size / 2**20:.1f} MiB, more than the server's whole store cap of "
-                      f"{exc.cap / 2**20:.1f} MiB, so it cannot be stored; the operator can raise --store-max-mb "
-                      "(FOVEATE_STORE_MAX_MB), or send a smaller image")
+            detail = (
+                f"the texture is {exc.size / 2**20:.1f} MiB, more than the server's whole store cap of "
+                f"{exc.cap / 2**20:.1f} MiB, so it cannot be stored; the operator can raise --store-max-mb "
+                "(FOVEATE_STORE_MAX_MB), or send a smaller image"
+            )
         return JSONResponse({"detail": detail}, status_code=status, headers=headers)
 
     @app.exception_handler(Busy)
     async def busy(request: Request, exc: Busy) -> JSONResponse:
         app.state.metrics.rejected.labels("queue_full").inc()
-        return JSONResponse({"detail": f"the encode queue is full; retry in {exc.retry_after} s"}, status_code=503,
-                            headers={"Retry-After": str(exc.retry_after)})
+        return JSONResponse(
+            {"detail": f"the encode queue is full; retry in {exc.retry_after} s"},
+            status_code=503,
+            headers={"Retry-After": str(exc.retry_after)},
+        )
 
     @app.exception_handler(TextureNotFound)
     async def not_found(request: Request, exc: TextureNotFound) -> JSONResponse:
-        return JSONResponse({"detail": f"no texture {exc.tid}: upload the image with POST /v1/textures (the same "
-                                       "image always gets the same id)"}, status_code=404)
+        return JSONResponse(
+            {
+                "detail": f"no texture {exc.tid}: upload the image with POST /v1/textures (the same "
+                "image always gets the same id)"
+            },
+            status_code=404,
+        )
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [{"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", "")),
-                   "type": str(e.get("type", ""))} for e in exc.errors()]
+        errors = [
+            {"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
+            for e in exc.errors()
+        ]
         parts = "; ".join(f"{'.'.join(e['loc'])}: {e['msg']}" for e in errors[:5])
-        return JSONResponse({"detail": f"invalid request ({parts}); the schema is at /docs", "errors": errors},
-                            status_code=422)
+        return JSONResponse(
+            {"detail": f"invalid request ({parts}); the schema is at /docs", "errors": errors}, status_code=422
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

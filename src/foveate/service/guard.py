@@ -27,7 +27,8 @@ import json
 import logging
 import secrets
 import time
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 from starlette.exceptions import HTTPException
 
@@ -41,6 +42,8 @@ MAX_REQUEST_HEAD = 64 * 1024
 DEFAULT_BODY_LIMIT = 64 * 1024
 #: marks a route whose limit is the server's ``--max-upload-mb``
 UPLOAD = "upload"
+#: the attribute :func:`body_limit` sets on an endpoint
+LIMIT_ATTR = "__foveate_body_limit__"
 OPEN_PATHS = frozenset({"/healthz"})
 DOCS_PATHS = frozenset({"/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
 
@@ -55,8 +58,9 @@ def body_limit(limit: int | str) -> Callable:
         @body_limit(1 << 20)
         async def select_tokens(...): ...
     """
+
     def mark(endpoint: Callable) -> Callable:
-        endpoint.__foveate_body_limit__ = limit
+        setattr(endpoint, LIMIT_ATTR, limit)
         return endpoint
 
     return mark
@@ -86,9 +90,13 @@ def is_local(scope: dict) -> bool:
 
 def head_bytes(scope: dict) -> int:
     """Bytes of the request head as sent: request line (method, target, version) + header lines."""
-    return (len(scope.get("method", "")) + len(scope.get("raw_path") or scope["path"].encode())
-            + len(scope.get("query_string", b"")) + 12
-            + sum(len(k) + len(v) + 4 for k, v in scope.get("headers", ())))
+    return (
+        len(scope.get("method", ""))
+        + len(scope.get("raw_path") or scope["path"].encode())
+        + len(scope.get("query_string", b""))
+        + 12
+        + sum(len(k) + len(v) + 4 for k, v in scope.get("headers", ()))
+    )
 
 
 def _mib(n: int) -> str:
@@ -108,10 +116,11 @@ class Guard:
         """(body limit in bytes, what to do about it) of the route this request was routed to (routing sets
         ``scope["route"]`` before the endpoint reads the body)."""
         endpoint = getattr(scope.get("route"), "endpoint", None)
-        limit = getattr(endpoint, "__foveate_body_limit__", DEFAULT_BODY_LIMIT)
+        limit = getattr(endpoint, LIMIT_ATTR, DEFAULT_BODY_LIMIT)
         if limit == UPLOAD:
-            return self.upload_limit, ("send a smaller (downscaled or recompressed) image, or raise the server's "
-                                       "--max-upload-mb")
+            return self.upload_limit, (
+                "send a smaller (downscaled or recompressed) image, or raise the server's --max-upload-mb"
+            )
         return int(limit), "this route takes a small body; send less"
 
     async def __call__(self, scope, receive, send) -> None:
@@ -119,7 +128,7 @@ class Guard:
             await self.app(scope, receive, send)
             return
         t0 = time.perf_counter()
-        state = {"status": 500, "started": False, "received": 0}
+        state: dict[str, Any] = {"status": 500, "started": False, "received": 0}
 
         async def send_tracked(message) -> None:
             if message["type"] == "http.response.start":
@@ -133,32 +142,50 @@ class Guard:
         try:
             headers = dict(scope["headers"])
             if head_bytes(scope) > MAX_REQUEST_HEAD:
-                return await refuse(431, "head_too_large", f"the request line and headers are over "
-                                    f"{_mib(MAX_REQUEST_HEAD)}; send a shorter URL (POST the select body for long "
-                                    "queries) and fewer or smaller headers")
+                return await refuse(
+                    431,
+                    "head_too_large",
+                    f"the request line and headers are over "
+                    f"{_mib(MAX_REQUEST_HEAD)}; send a shorter URL (POST the select body for long "
+                    "queries) and fewer or smaller headers",
+                )
             key = self.settings.api_key
             if key is None and not self.settings.allow_public and not is_local(scope):
-                return await refuse(403, "not_loopback", "this server has no API key and serves loopback clients "
-                                    "only; its operator can set FOVEATE_API_KEY (clients then send 'Authorization: "
-                                    "Bearer <key>'), or FOVEATE_ALLOW_PUBLIC=1 / --allow-public when a proxy in "
-                                    "front of it authenticates")
+                return await refuse(
+                    403,
+                    "not_loopback",
+                    "this server has no API key and serves loopback clients "
+                    "only; its operator can set FOVEATE_API_KEY (clients then send 'Authorization: "
+                    "Bearer <key>'), or FOVEATE_ALLOW_PUBLIC=1 / --allow-public when a proxy in "
+                    "front of it authenticates",
+                )
             if key is not None and scope["path"] not in self.open_paths and not authorized(headers, key):
-                return await refuse(401, "unauthorized", "missing or wrong API key: send 'Authorization: Bearer "
-                                    "<key>' with the server's FOVEATE_API_KEY", {"WWW-Authenticate": "Bearer"})
+                return await refuse(
+                    401,
+                    "unauthorized",
+                    "missing or wrong API key: send 'Authorization: Bearer <key>' with the server's FOVEATE_API_KEY",
+                    {"WWW-Authenticate": "Bearer"},
+                )
             length = headers.get(b"content-length", b"")
             declared = int(length) if length.isdigit() else None
             if declared is not None and declared > max(self.upload_limit, DEFAULT_BODY_LIMIT):
-                return await refuse(413, "too_large", f"the request body is over every route's limit (uploads: "
-                                    f"{_mib(self.upload_limit)}); send a smaller image, or raise the server's "
-                                    "--max-upload-mb")
+                return await refuse(
+                    413,
+                    "too_large",
+                    f"the request body is over every route's limit (uploads: "
+                    f"{_mib(self.upload_limit)}); send a smaller image, or raise the server's "
+                    "--max-upload-mb",
+                )
             limit: list[int] = []
 
             async def receive_limited():
                 if not limit:  # the first read: routed by now, nothing read yet
                     lim, hint = self.route_limit(scope)
                     limit[:] = [lim]
-                    state["too_large"] = (f"the request body is over this route's limit of {_mib(lim)} "
-                                          f"({scope['method']} {scope['path']}); {hint}")
+                    state["too_large"] = (
+                        f"the request body is over this route's limit of {_mib(lim)} "
+                        f"({scope['method']} {scope['path']}); {hint}"
+                    )
                     if declared is not None and declared > lim:
                         raise BodyTooLarge(state["too_large"])
                 message = await receive()
@@ -172,19 +199,31 @@ class Guard:
         except TimeoutError:
             self.metrics.rejected.labels("timeout").inc()
             if not state["started"]:
-                await send_json(send_tracked, 504, {
-                    "detail": f"the request took longer than {self.timeout:g} s and was stopped; retry later (an "
-                              "upload that was received is still encoded and stored: the retry then answers 200)"})
+                await send_json(
+                    send_tracked,
+                    504,
+                    {
+                        "detail": f"the request took longer than {self.timeout:g} s and was stopped; retry later (an "
+                        "upload that was received is still encoded and stored: the retry then answers 200)"
+                    },
+                )
         except BodyTooLarge as exc:  # raised where no handler saw it
             self.metrics.rejected.labels("too_large").inc()
             if not state["started"]:
                 await send_json(send_tracked, 413, {"detail": exc.detail})
         except Exception as exc:  # a bug: answer JSON, keep the connection, log it (rate-limited)
-            log.error("unhandled error in %s %s: %s: %s", scope["method"], scope["path"], type(exc).__name__,
-                      exc, exc_info=exc)
+            log.error(
+                "unhandled error in %s %s: %s: %s",
+                scope["method"],
+                scope["path"],
+                type(exc).__name__,
+                exc,
+                exc_info=exc,
+            )
             if not state["started"]:
-                await send_json(send_tracked, 500, {"detail": f"internal error ({type(exc).__name__}); it was "
-                                                              "logged on the server"})
+                await send_json(
+                    send_tracked, 500, {"detail": f"internal error ({type(exc).__name__}); it was logged on the server"}
+                )
         finally:
             route = scope.get("route")
             name = getattr(route, "path", "unmatched")

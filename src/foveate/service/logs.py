@@ -9,7 +9,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from typing import Callable
+from collections.abc import Callable
 
 #: loggers whose records are rate-limited: uvicorn's server log, asyncio (accept errors), foveate's service
 LOGGERS = ("uvicorn.error", "asyncio", "foveate.service")
@@ -18,8 +18,9 @@ LOGGERS = ("uvicorn.error", "asyncio", "foveate.service")
 class RepeatFilter(logging.Filter):
     """At most ``burst`` records with the same (logger, level, message, exception) per ``window`` seconds."""
 
-    def __init__(self, burst: int = 5, window: float = 60.0, max_keys: int = 1024,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, burst: int = 5, window: float = 60.0, max_keys: int = 1024, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         super().__init__()
         self.burst, self.window, self.max_keys, self.clock = burst, window, max_keys, clock
         self._seen: OrderedDict[tuple, list] = OrderedDict()  # key -> [window start, passed, dropped]

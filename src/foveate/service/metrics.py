@@ -21,22 +21,36 @@ class Metrics:
     def __init__(self) -> None:
         r = self.registry = CollectorRegistry()
         ProcessCollector(registry=r)  # process_resident_memory_bytes, cpu seconds, open fds
-        self.requests = Counter("foveate_http_requests", "HTTP requests by route and status.",
-                                ["method", "route", "status"], registry=r)
-        self.latency = Histogram("foveate_http_request_duration_seconds", "HTTP request latency by route.",
-                                 ["method", "route"], buckets=LATENCY_BUCKETS, registry=r)
+        self.requests = Counter(
+            "foveate_http_requests", "HTTP requests by route and status.", ["method", "route", "status"], registry=r
+        )
+        self.latency = Histogram(
+            "foveate_http_request_duration_seconds",
+            "HTTP request latency by route.",
+            ["method", "route"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
         self.encodes = Counter("foveate_encodes", "Images encoded and stored by this server.", registry=r)
-        self.encode_seconds = Histogram("foveate_encode_duration_seconds", "Encode time, including the wait in "
-                                        "the queue and the store write.", buckets=LATENCY_BUCKETS, registry=r)
-        self.deduplicated = Counter("foveate_uploads_deduplicated", "Uploads that waited on an encode of the "
-                                    "same image already running instead of encoding it again.", registry=r)
-        self.rejected = Counter("foveate_rejected", "Requests refused before any work, by reason.", ["reason"],
-                                registry=r)
+        self.encode_seconds = Histogram(
+            "foveate_encode_duration_seconds",
+            "Encode time, including the wait in the queue and the store write.",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.deduplicated = Counter(
+            "foveate_uploads_deduplicated",
+            "Uploads that waited on an encode of the same image already running instead of encoding it again.",
+            registry=r,
+        )
+        self.rejected = Counter(
+            "foveate_rejected", "Requests refused before any work, by reason.", ["reason"], registry=r
+        )
 
     def attach(self, engine) -> None:
         """Report this engine's queue, cache and store figures (one engine at a time)."""
         self.detach()
-        self._engine_collector = _EngineCollector(engine)
+        self._engine_collector: _EngineCollector | None = _EngineCollector(engine)
         self.registry.register(self._engine_collector)
 
     def detach(self) -> None:
@@ -61,20 +75,27 @@ class _EngineCollector:
     def collect(self):
         e = self.engine
         yield _gauge("foveate_encode_queue", "Encode pool jobs running or waiting.", e.pool.pending)
-        yield _gauge("foveate_encode_queue_capacity", "Encode pool jobs allowed at once (workers + queue).",
-                     e.pool.capacity)
+        yield _gauge(
+            "foveate_encode_queue_capacity", "Encode pool jobs allowed at once (workers + queue).", e.pool.capacity
+        )
         yield _gauge("foveate_encodes_in_progress", "Distinct textures being encoded now.", e.encodes_in_progress)
         yield _counter("foveate_texture_cache_hits", "Texture lookups answered from memory.", e.cache.hits)
         yield _counter("foveate_texture_cache_misses", "Texture lookups that went to the store.", e.cache.misses)
         yield _gauge("foveate_texture_cache_entries", "Decoded textures in memory.", len(e.cache))
         yield _gauge("foveate_texture_cache_bytes", "Bytes of decoded textures in memory.", e.cache.bytes)
-        events = CounterMetricFamily("foveate_store_events", "Store events in this server process: hits, misses, "
-                                     "puts, duplicates, evictions, corrupt entries dropped.", labels=["event"])
+        events = CounterMetricFamily(
+            "foveate_store_events",
+            "Store events in this server process: hits, misses, puts, duplicates, evictions, corrupt entries dropped.",
+            labels=["event"],
+        )
         for k, v in e.store.counters.to_dict().items():
             events.add_metric([k], v)
         yield events
-        closed = CounterMetricFamily("foveate_connections_closed", "Connections closed by the server's limits: "
-                                     "header_timeout, evicted_idle (cap reached), refused_full.", labels=["reason"])
+        closed = CounterMetricFamily(
+            "foveate_connections_closed",
+            "Connections closed by the server's limits: header_timeout, evicted_idle (cap reached), refused_full.",
+            labels=["reason"],
+        )
         for reason in ("header_timeout", "evicted_idle", "refused_full"):
             closed.add_metric([reason], CLOSED[reason])
         yield closed

@@ -1,8 +1,8 @@
 """Run ``foveate serve`` as a real subprocess on a free loopback port (tests and ``foveate bench-serve``).
 
-    with ServerProcess(store=tmp / "store", preset="fast") as srv:
-        httpx.get(srv.url + "/healthz")
-        srv.rss_bytes()                      # the server's resident memory
+with ServerProcess(store=tmp / "store", preset="fast") as srv:
+    httpx.get(srv.url + "/healthz")
+    srv.rss_bytes()                      # the server's resident memory
 """
 
 from __future__ import annotations
@@ -37,8 +37,15 @@ class ServerProcess:
     ``__exit__``.  ``args`` are extra CLI flags; ``env`` extra environment variables; ``nofile`` an open-file
     limit (soft and hard) for the server process."""
 
-    def __init__(self, store: str | os.PathLike, preset: str | None = "fast", args: tuple[str, ...] = (),
-                 env: dict[str, str] | None = None, startup_timeout: float = 120.0, nofile: int | None = None) -> None:
+    def __init__(
+        self,
+        store: str | os.PathLike,
+        preset: str | None = "fast",
+        args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+        startup_timeout: float = 120.0,
+        nofile: int | None = None,
+    ) -> None:
         self.store = Path(store)
         self.preset = preset
         self.args = tuple(args)
@@ -57,16 +64,35 @@ class ServerProcess:
         import httpx
 
         self.port = free_port()
-        cmd = [sys.executable, "-m", "foveate.cli", "serve", "--host", "127.0.0.1", "--port", str(self.port),
-               "--store", str(self.store), "--log-level", "warning", *self.args]
+        cmd = [
+            sys.executable,
+            "-m",
+            "foveate.cli",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--store",
+            str(self.store),
+            "--log-level",
+            "warning",
+            *self.args,
+        ]
         if self.preset is not None:
             cmd += ["--preset", self.preset]
         # the server's settings come from args and env only; foveate's own cache (FOVEATE_CACHE) is not a setting
         env = {k: v for k, v in os.environ.items() if not k.startswith("FOVEATE_") or k == "FOVEATE_CACHE"}
         env.update(self.env)
         with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-                                         preexec_fn=None if self.nofile is None else self._limit_files)
+            self.proc = subprocess.Popen(
+                cmd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+                preexec_fn=None if self.nofile is None else self._limit_files,
+            )
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -83,6 +109,7 @@ class ServerProcess:
     def _limit_files(self) -> None:
         import resource
 
+        assert self.nofile is not None  # the preexec_fn only of a server with a limit
         resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
 
     def log_bytes(self) -> int:
@@ -115,6 +142,8 @@ class ServerProcess:
 
     def rss_bytes(self) -> int | None:
         """Resident memory of the server process (Linux /proc), or None where unavailable."""
+        if self.proc is None:
+            return None
         try:
             return _vm_rss(self.proc.pid)
         except (OSError, AttributeError):
@@ -122,6 +151,8 @@ class ServerProcess:
 
     def cpu_seconds(self) -> float | None:
         """CPU time (user + system) the server process has used so far (Linux /proc), or None."""
+        if self.proc is None:
+            return None
         try:
             fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
             return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..vlm.rules.registry import rules_help
 from ..core.config import DEFAULT_BUDGET
 from ..query.query import Query
+from ..vlm.rules.registry import rules_help
 
 TEXTURE_ID_PATTERN = r"^[0-9a-f]{32}-[0-9a-f]{16}$"
 MAX_PROMPTS = 64
@@ -20,13 +20,14 @@ class Error(BaseModel):
     """Every error: ``detail`` says what went wrong and what to do."""
 
     detail: str
-    errors: Optional[list[dict]] = Field(None, description="Request validation errors, one per bad field.")
+    errors: list[dict] | None = Field(None, description="Request validation errors, one per bad field.")
 
 
 class TextureOut(BaseModel):
     id: str = Field(description="Texture id: image content hash + encode config hash. Use it in the other routes.")
-    created: Optional[bool] = Field(None, description="Upload only: true if this upload encoded it (201), false "
-                                                      "if it was already stored (200).")
+    created: bool | None = Field(
+        None, description="Upload only: true if this upload encoded it (201), false if it was already stored (200)."
+    )
     width: int
     height: int
     channels: list[str]
@@ -44,18 +45,26 @@ class QueryIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    text: Optional[str] = Field(None, max_length=20_000, description="Free text; over 2,000 characters is "
-                                                                      "truncated, with a note.")
-    points: list[tuple[float, float]] = Field(default_factory=list, max_length=MAX_PROMPTS,
-                                              description="(x, y) pixel points.")
-    point_labels: Optional[list[Literal[0, 1]]] = Field(None, max_length=MAX_PROMPTS,
-                                                        description="Per point: 1 look here (default), 0 not here.")
-    boxes: list[tuple[float, float, float, float]] = Field(default_factory=list, max_length=MAX_PROMPTS,
-                                                           description="(x0, y0, x1, y1) pixel boxes.")
+    text: str | None = Field(
+        None, max_length=20_000, description="Free text; over 2,000 characters is truncated, with a note."
+    )
+    points: list[tuple[float, float]] = Field(
+        default_factory=list, max_length=MAX_PROMPTS, description="(x, y) pixel points."
+    )
+    point_labels: list[Literal[0, 1]] | None = Field(
+        None, max_length=MAX_PROMPTS, description="Per point: 1 look here (default), 0 not here."
+    )
+    boxes: list[tuple[float, float, float, float]] = Field(
+        default_factory=list, max_length=MAX_PROMPTS, description="(x0, y0, x1, y1) pixel boxes."
+    )
 
     def to_query(self) -> Query:
-        return Query(text=self.text, points=tuple(self.points), point_labels=tuple(self.point_labels or ()),
-                     boxes=tuple(self.boxes))
+        return Query(
+            text=self.text,
+            points=tuple(self.points),
+            point_labels=tuple(self.point_labels or ()),
+            boxes=tuple(self.boxes),
+        )
 
 
 class SelectIn(QueryIn):
@@ -73,21 +82,26 @@ class PromptIn(QueryIn):
     mode: Mode = "auto"
     gist: bool = Field(True, description="topk: also spend tokens on the whole image at the coarsest level.")
     vlm: str = Field("openai", max_length=64, description=f"VLM rule: {rules_help()}.")
-    model: Optional[str] = Field(None, max_length=200, description="Model name written into the body (default per "
-                                                                   "rule).")
+    model: str | None = Field(None, max_length=200, description="Model name written into the body (default per rule).")
     format: Literal["png", "jpeg"] = Field("png", description="Picture encoding in the body.")
-    max_crops: Optional[int] = Field(None, ge=1, le=64, description="At most this many crops besides the context.")
+    max_crops: int | None = Field(None, ge=1, le=64, description="At most this many crops besides the context.")
 
 
 class PromptOut(BaseModel):
     """The request body to post to the VLM and its token ledger (``foveate prompt --json``)."""
 
-    ledger: dict = Field(description="rule, model, image_size, image_tokens, plan_tokens, uniform_tokens, saving, "
-                                     "fallback, pictures (kind, box, sent, seen, scale, option, tokens, line), ...")
-    request: dict = Field(description="The JSON body: OpenAI chat completions, Anthropic messages or Gemini "
-                                      "generateContent; for qwen2-vl the chat messages (pictures in `pictures`).")
-    pictures: Optional[list[str]] = Field(None, description="qwen2-vl: the pictures as PNG/JPEG data URLs, in message "
-                                                            "order, for the model's own processor.")
+    ledger: dict = Field(
+        description="rule, model, image_size, image_tokens, plan_tokens, uniform_tokens, saving, "
+        "fallback, pictures (kind, box, sent, seen, scale, option, tokens, line), ..."
+    )
+    request: dict = Field(
+        description="The JSON body: OpenAI chat completions, Anthropic messages or Gemini "
+        "generateContent; for qwen2-vl the chat messages (pictures in `pictures`)."
+    )
+    pictures: list[str] | None = Field(
+        None,
+        description="qwen2-vl: the pictures as PNG/JPEG data URLs, in message order, for the model's own processor.",
+    )
 
 
 class ImageSize(BaseModel):
@@ -116,7 +130,7 @@ class SelectionOut(BaseModel):
     num_levels: int
     mode: str
     layout: str = "pyramid"
-    uniform_scale: Optional[float] = None
+    uniform_scale: float | None = None
     budget: int
     num_tokens: int
     num_tiles_full: int
@@ -124,7 +138,7 @@ class SelectionOut(BaseModel):
     level_counts: dict[str, int]
     timings_ms: dict[str, float]
     notes: list[str]
-    explain: Optional[dict[str, float]] = None
+    explain: dict[str, float] | None = None
     tokens: list[TokenOut]
 
 
@@ -134,10 +148,10 @@ class CropOut(BaseModel):
     sent: list[int] = Field(description="Width, height as sent.")
     seen: list[int] = Field(description="Width, height the model sees after the provider's own resize.")
     scale: float = Field(description="Source pixels per pixel the model sees.")
-    option: Optional[str] = Field(None, description="How it is sent (OpenAI: the detail, high or low).")
+    option: str | None = Field(None, description="How it is sent (OpenAI: the detail, high or low).")
     tokens: int = Field(description="Tokens the provider bills for it.")
     keeps: int = Field(description="Selected tokens it shows at their selected scale.")
-    image: Optional[str] = Field(None, description="The picture as a PNG data URL (omitted with images=false).")
+    image: str | None = Field(None, description="The picture as a PNG data URL (omitted with images=false).")
 
 
 class CropsOut(BaseModel):
@@ -150,8 +164,9 @@ class CropsOut(BaseModel):
     plan_tokens: int
     uniform_tokens: int = Field(description="The whole image resized uniformly to at most the plan's tokens.")
     saving: float
-    fallback: bool = Field(description="Nothing cheaper than the whole image keeps every token's scale: the plan is "
-                                       "the image.")
+    fallback: bool = Field(
+        description="Nothing cheaper than the whole image keeps every token's scale: the plan is the image."
+    )
     kept_tokens: int
     selected_tokens: int
     image: CropOut

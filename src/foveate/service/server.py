@@ -19,6 +19,7 @@ foveate.service:app_from_env --http foveate.service.server:H11Protocol`` (limits
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import resource
@@ -62,8 +63,9 @@ def auto_max_connections() -> int:
 
 def configure(settings: ServiceSettings) -> dict[str, float]:
     """Set the limits :class:`H11Protocol` applies (``foveate serve``; otherwise read from ``FOVEATE_*``)."""
-    _limits.update(header_timeout=settings.header_timeout,
-                   max_connections=settings.max_connections or auto_max_connections())
+    _limits.update(
+        header_timeout=settings.header_timeout, max_connections=settings.max_connections or auto_max_connections()
+    )
     return dict(_limits)
 
 
@@ -73,32 +75,37 @@ def limits() -> dict[str, float]:
     return _limits
 
 
-_FULL = json.dumps({"detail": "the server has too many connections with requests in flight; retry in a few "
-                              "seconds"}).encode()
-_FULL_RESPONSE = (b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 2\r\n"
-                  b"connection: close\r\ncontent-length: " + str(len(_FULL)).encode() + b"\r\n\r\n" + _FULL)
+_FULL = json.dumps(
+    {"detail": "the server has too many connections with requests in flight; retry in a few seconds"}
+).encode()
+_FULL_RESPONSE = (
+    b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 2\r\n"
+    b"connection: close\r\ncontent-length: " + str(len(_FULL)).encode() + b"\r\n\r\n" + _FULL
+)
 
 
 class H11Protocol(_UvicornH11):
     """uvicorn's h11 protocol with a request-head deadline and a cap on open connections."""
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport) -> None:
         super().connection_made(transport)
-        self._header_timer = None
+        self._header_timer: asyncio.TimerHandle | None = None
         self._idle_since = self.loop.time()
         lim = limits()
         if len(self.connections) > lim["max_connections"] and not self._make_room():
             CLOSED["refused_full"] += 1
-            log.warning("connection refused: %d connections open, all with a request in flight",
-                        len(self.connections) - 1)
+            log.warning(
+                "connection refused: %d connections open, all with a request in flight", len(self.connections) - 1
+            )
             transport.write(_FULL_RESPONSE)
             transport.close()
             return
         self._arm_header_timer()
 
     def connection_lost(self, exc) -> None:
-        if getattr(self, "_header_timer", None) is not None:
-            self._header_timer.cancel()
+        timer = getattr(self, "_header_timer", None)  # not set before connection_made
+        if timer is not None:
+            timer.cancel()
             self._header_timer = None
         super().connection_lost(exc)
 
@@ -126,9 +133,11 @@ class H11Protocol(_UvicornH11):
 
     def _make_room(self) -> bool:
         """Close the connection idle the longest (one waiting for a head); False when every one is busy."""
-        idle = [c for c in self.connections
-                if c is not self and isinstance(c, H11Protocol) and not c.transport.is_closing()
-                and c._waiting_for_head()]
+        idle = [
+            c
+            for c in self.connections
+            if c is not self and isinstance(c, H11Protocol) and not c.transport.is_closing() and c._waiting_for_head()
+        ]
         if not idle:
             return False
         victim = min(idle, key=lambda c: c._idle_since)
@@ -144,5 +153,13 @@ def run_server(app, settings: ServiceSettings, log_level: str = "info") -> None:
     raise_fd_limit()
     tune_allocator()
     configure(settings)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=log_level, http=H11Protocol,
-                timeout_keep_alive=5, timeout_graceful_shutdown=5, h11_max_incomplete_event_size=MAX_REQUEST_HEAD)
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=log_level,
+        http=H11Protocol,
+        timeout_keep_alive=5,
+        timeout_graceful_shutdown=5,
+        h11_max_incomplete_event_size=MAX_REQUEST_HEAD,
+    )

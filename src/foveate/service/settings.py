@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,14 +86,15 @@ class ServiceSettings:
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
         for name in ("queue", "max_upload_mb", "cache_mb", "request_timeout", "header_timeout", "max_connections"):
-            if getattr(self, name) < 0 or (name in ("max_upload_mb", "request_timeout", "header_timeout")
-                                           and getattr(self, name) == 0):
+            if getattr(self, name) < 0 or (
+                name in ("max_upload_mb", "request_timeout", "header_timeout") and getattr(self, name) == 0
+            ):
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
         if self.api_key is not None and not self.api_key.strip():
             object.__setattr__(self, "api_key", None)
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None, **overrides) -> ServiceSettings:
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> ServiceSettings:
         """Defaults, replaced by ``FOVEATE_*`` variables, replaced by ``overrides`` (CLI flags; ``None`` = unset)."""
         environ = os.environ if environ is None else environ
         values = {}
@@ -120,7 +122,8 @@ class ServiceSettings:
             raise ConfigError(
                 f"refusing to listen on {self.host} without authentication: set FOVEATE_API_KEY (clients then "
                 "send 'Authorization: Bearer <key>'), or pass --allow-public if a proxy in front of the server "
-                "authenticates")
+                "authenticates"
+            )
 
 
 def is_loopback(host: str) -> bool:

@@ -9,11 +9,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
 from ..core.errors import FoveateError
 from ..core.io import load_image
 from ..core.texture import content_hash, encode_array, texture_id
 from .store import TextureStore
-
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".tif", ".tiff", ".bmp", ".gif", ".ppm", ".pgm", ".jp2")
 
@@ -23,8 +24,9 @@ def expand_images(paths: list[str | os.PathLike]) -> list[Path]:
     out: list[Path] = []
     seen: set[Path] = set()
     for p in map(Path, paths):
-        found = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES) \
-            if p.is_dir() else [p]
+        found = (
+            sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES) if p.is_dir() else [p]
+        )
         for f in found:
             key = f.resolve()
             if key not in seen:
@@ -53,15 +55,21 @@ class IngestSummary:
 
     def to_dict(self) -> dict:
         enc = [r for r in self.results if r.status == "encoded"]
-        return {"images": len(self.results), "encoded": len(enc), "skipped": self.count("stored"),
-                "failed": self.count("failed"), "seconds": round(self.seconds, 3),
-                "images_per_s": round(len(self.results) / self.seconds, 3) if self.seconds else None,
-                # throughput of the encoding itself: images encoded (not skipped) per minute of wall time
-                "encoded_per_min": round(60.0 * len(enc) / self.seconds, 2) if self.seconds else None,
-                "encode_ms_median": round(statistics.median(r.encode_ms for r in enc), 1) if enc else None,
-                "encoded_megapixels_per_s": round(sum(r.pixels for r in enc) / 1e6 / self.seconds, 3)
-                if self.seconds else None,
-                "failures": {str(r.path): r.message for r in self.results if r.status == "failed"}}
+        return {
+            "images": len(self.results),
+            "encoded": len(enc),
+            "skipped": self.count("stored"),
+            "failed": self.count("failed"),
+            "seconds": round(self.seconds, 3),
+            "images_per_s": round(len(self.results) / self.seconds, 3) if self.seconds else None,
+            # throughput of the encoding itself: images encoded (not skipped) per minute of wall time
+            "encoded_per_min": round(60.0 * len(enc) / self.seconds, 2) if self.seconds else None,
+            "encode_ms_median": round(statistics.median(r.encode_ms for r in enc), 1) if enc else None,
+            "encoded_megapixels_per_s": round(sum(r.pixels for r in enc) / 1e6 / self.seconds, 3)
+            if self.seconds
+            else None,
+            "failures": {str(r.path): r.message for r in self.results if r.status == "failed"},
+        }
 
 
 def _ingest_one(store: TextureStore, path: Path, config) -> IngestResult:
@@ -71,10 +79,11 @@ def _ingest_one(store: TextureStore, path: Path, config) -> IngestResult:
         tid = texture_id(chash, config)
         if tid in store:
             return IngestResult(path, "stored", tid)
-        tex = encode_array(rgb, config, device="cpu", content_hash=chash)
+        tex = encode_array(rgb, config, device=torch.device("cpu"), content_hash=chash)
         store.put(tex)
-        return IngestResult(path, "encoded", tid, encode_ms=tex.timings_ms["total"],
-                            pixels=int(rgb.shape[0] * rgb.shape[1]))
+        return IngestResult(
+            path, "encoded", tid, encode_ms=tex.timings_ms["total"], pixels=int(rgb.shape[0] * rgb.shape[1])
+        )
     except FoveateError as exc:
         return IngestResult(path, "failed", message=str(exc))
     except Exception as exc:  # a bug or a library failure on one file must not stop a batch: record it, go on
@@ -82,15 +91,16 @@ def _ingest_one(store: TextureStore, path: Path, config) -> IngestResult:
         return IngestResult(path, "failed", message=f"{path}: unexpected {type(exc).__name__}: {reason}")
 
 
-def encode_into_store(store: TextureStore, paths: list[Path], config, workers: int | None = None,
-                      on_result=None) -> IngestSummary:
+def encode_into_store(
+    store: TextureStore, paths: list[Path], config, workers: int | None = None, on_result=None
+) -> IngestSummary:
     """Decode, hash and (unless stored) encode ``paths`` into ``store`` with ``workers`` threads.
 
     Resumable: an image whose texture is stored (same pixels, same config) is decoded and hashed but not
     encoded again.  At most ``2 * workers`` images are in memory at once.  ``on_result(IngestResult)`` is
     called as each finishes (progress bars).
     """
-    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+    from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
     from ..core.device import cpu_cores
 
@@ -99,7 +109,7 @@ def encode_into_store(store: TextureStore, paths: list[Path], config, workers: i
     t0 = time.perf_counter()
     todo = iter(paths)
     with ThreadPoolExecutor(workers, thread_name_prefix="foveate-ingest") as pool:
-        running = set()
+        running: set[Future[IngestResult]] = set()
         while True:
             while len(running) < 2 * workers:
                 nxt = next(todo, None)

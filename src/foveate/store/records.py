@@ -8,13 +8,15 @@ import hashlib
 import json
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..core.texture import Texture
 
-_COLUMNS = ("id, format_version, content_hash, config_hash, preset, width, height, levels, meta, encode_ms, size, "
-            "created, last_access")
+_COLUMNS = (
+    "id, format_version, content_hash, config_hash, preset, width, height, levels, meta, encode_ms, size, "
+    "created, last_access"
+)
 
 
 @dataclass(frozen=True)
@@ -39,10 +41,22 @@ class StoreEntry:
     @classmethod
     def _from_row(cls, row: tuple) -> StoreEntry:
         meta = json.loads(row[8])
-        return cls(id=row[0], format_version=row[1], content_hash=row[2], config_hash=row[3], preset=row[4],
-                   width=row[5], height=row[6], levels=row[7], channels=tuple(meta["channels"]),
-                   absent=tuple(meta["absent"]), encode_ms=row[9], size=row[10], created=row[11],
-                   last_access=row[12])
+        return cls(
+            id=row[0],
+            format_version=row[1],
+            content_hash=row[2],
+            config_hash=row[3],
+            preset=row[4],
+            width=row[5],
+            height=row[6],
+            levels=row[7],
+            channels=tuple(meta["channels"]),
+            absent=tuple(meta["absent"]),
+            encode_ms=row[9],
+            size=row[10],
+            created=row[11],
+            last_access=row[12],
+        )
 
     def to_dict(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}

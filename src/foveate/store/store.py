@@ -28,51 +28,25 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import sqlite3
 import threading
-import random
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from ..core.errors import StoreError, StoreFullError, TextureFormatError
 from ..core.fvt import FORMAT_VERSION
 from .records import _COLUMNS, GcReport, StoreCounters, StoreEntry, texture_blob
+from .sqlite import DB_NAME, open_connection
 
 if TYPE_CHECKING:  # listing and maintaining a store needs neither torch nor the texture code
     import torch
 
     from ..core.texture import Texture
 
-DB_NAME = "textures.sqlite"
-SCHEMA_VERSION = 1
-PAGE_SIZE = 16384
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS textures (
-    id TEXT NOT NULL,                -- Texture.id: content hash prefix + config hash
-    format_version INTEGER NOT NULL,
-    content_hash TEXT NOT NULL,
-    config_hash TEXT NOT NULL,
-    preset TEXT NOT NULL,
-    width INTEGER NOT NULL,
-    height INTEGER NOT NULL,
-    levels INTEGER NOT NULL,
-    meta TEXT NOT NULL,              -- JSON: channels, groups, absent, config
-    encode_ms REAL NOT NULL,
-    size INTEGER NOT NULL,           -- bytes of data
-    sha256 TEXT NOT NULL,            -- of data
-    created REAL NOT NULL,
-    last_access REAL NOT NULL,
-    data BLOB NOT NULL,              -- last, so reading the columns above never touches the blob's pages
-    PRIMARY KEY (content_hash, config_hash, format_version)
-);
-CREATE UNIQUE INDEX IF NOT EXISTS textures_id ON textures (id, format_version);
-CREATE INDEX IF NOT EXISTS textures_lru ON textures (last_access);
-CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-"""
 
 class TextureStore:
     """A content-addressed texture store in the folder ``path`` (created if missing unless ``create=False``).
@@ -87,8 +61,15 @@ class TextureStore:
         timeout: seconds a writer waits for the write lock before ``StoreError``.
     """
 
-    def __init__(self, path: str | os.PathLike, max_bytes: int | None = None, *, touch_interval: float = 5.0,
-                 timeout: float = 30.0, create: bool = True) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        max_bytes: int | None = None,
+        *,
+        touch_interval: float = 5.0,
+        timeout: float = 30.0,
+        create: bool = True,
+    ) -> None:
         self.path = Path(path)
         self.db_path = self.path / DB_NAME
         self.touch_interval = float(touch_interval)
@@ -104,8 +85,10 @@ class TextureStore:
             raise StoreError(f"{self.path} is a file, not a store folder; pass a folder path")
         if not self.db_path.exists():
             if not create:
-                raise StoreError(f"no texture store at {self.path} (no {DB_NAME}); create one with "
-                                 "`foveate encode --store DIR IMAGES...`")
+                raise StoreError(
+                    f"no texture store at {self.path} (no {DB_NAME}); create one with "
+                    "`foveate encode --store DIR IMAGES...`"
+                )
             try:
                 self.path.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -129,55 +112,26 @@ class TextureStore:
                 # several processes opening a new store at once: switching it to WAL needs an exclusive lock, and
                 # SQLite answers "locked" at once instead of waiting (seen with 3 processes on a new folder), so retry
                 if "locked" not in str(exc):
-                    raise StoreError(f"{self.db_path} is not a usable texture store ({exc}); move it away or pass "
-                                     "another folder") from exc
+                    raise StoreError(
+                        f"{self.db_path} is not a usable texture store ({exc}); move it away or pass another folder"
+                    ) from exc
                 if time.monotonic() > deadline:
-                    raise StoreError(f"{self.path}: the store stayed locked for {self.timeout:g} s while opening it "
-                                     f"({exc}); retry, or raise the timeout") from exc
+                    raise StoreError(
+                        f"{self.path}: the store stayed locked for {self.timeout:g} s while opening it "
+                        f"({exc}); retry, or raise the timeout"
+                    ) from exc
                 time.sleep(0.01 + 0.04 * random.random())
             except sqlite3.DatabaseError as exc:
-                raise StoreError(f"{self.db_path} is not a usable texture store ({exc}); move it away or pass "
-                                 "another folder") from exc
+                raise StoreError(
+                    f"{self.db_path} is not a usable texture store ({exc}); move it away or pass another folder"
+                ) from exc
         self._local.conn, self._local.pid = conn, os.getpid()
         with self._conns_lock:
             self._conns.append(conn)
         return conn
 
     def _open(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.db_path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
-            # 16 KiB pages (only takes effect when the file is created): a multi-MB blob is a quarter of the
-            # overflow pages, and the default WAL auto-checkpoint (1000 pages) comes every few puts, not every
-            # put (`foveate store bench`, BENCHMARKS.md: 4 KiB pages made a 3.5 MB put ~3x slower)
-            conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            conn.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: a killed process loses nothing committed
-            if mode.lower() != "wal":
-                raise StoreError(f"{self.db_path}: cannot switch to WAL mode (got {mode!r}); is the folder on a "
-                                 "network file system? Put the store on a local disk")
-            self._init_schema(conn)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
-    def _init_schema(self, conn: sqlite3.Connection) -> None:
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version == SCHEMA_VERSION:
-            return
-        if version not in (0, SCHEMA_VERSION):
-            raise StoreError(f"{self.db_path} has store schema {version}; this foveate reads schema "
-                             f"{SCHEMA_VERSION}: use another folder, or move this one away")
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            for stmt in filter(str.strip, _SCHEMA.split(";")):
-                conn.execute(stmt)
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+        return open_connection(self.db_path, self.timeout)
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
@@ -187,8 +141,9 @@ class TextureStore:
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
-            raise StoreError(f"{self.path}: the store stayed locked for {self.timeout:g} s ({exc}); retry, or "
-                             "raise the timeout") from exc
+            raise StoreError(
+                f"{self.path}: the store stayed locked for {self.timeout:g} s ({exc}); retry, or raise the timeout"
+            ) from exc
         try:
             self._write_touches(conn, self._take_touches())  # we hold the lock anyway: the LRU clock rides along
             yield conn
@@ -234,13 +189,22 @@ class TextureStore:
     # -- reads ---------------------------------------------------------------------------------------------
     def entry(self, texture_id: str) -> StoreEntry | None:
         """Metadata of a stored texture (reads no blob), or ``None``."""
-        row = self._conn().execute(f"SELECT {_COLUMNS} FROM textures WHERE id = ? AND format_version = ?",
-                                   (texture_id, FORMAT_VERSION)).fetchone()
+        row = (
+            self._conn()
+            .execute(
+                f"SELECT {_COLUMNS} FROM textures WHERE id = ? AND format_version = ?", (texture_id, FORMAT_VERSION)
+            )
+            .fetchone()
+        )
         return StoreEntry._from_row(row) if row else None
 
     def __contains__(self, texture_id: str) -> bool:
-        return self._conn().execute("SELECT 1 FROM textures WHERE id = ? AND format_version = ?",
-                                    (texture_id, FORMAT_VERSION)).fetchone() is not None
+        return (
+            self._conn()
+            .execute("SELECT 1 FROM textures WHERE id = ? AND format_version = ?", (texture_id, FORMAT_VERSION))
+            .fetchone()
+            is not None
+        )
 
     def get_bytes(self, texture_id: str) -> bytes | None:
         """The verified ``.fvt`` bytes of a texture, or ``None`` when absent or found corrupt (then dropped)."""
@@ -266,8 +230,10 @@ class TextureStore:
 
     def _read(self, texture_id: str) -> bytes | None:
         conn = self._conn()
-        row = conn.execute("SELECT rowid, sha256, last_access, data FROM textures WHERE id = ? AND format_version = ?",
-                           (texture_id, FORMAT_VERSION)).fetchone()
+        row = conn.execute(
+            "SELECT rowid, sha256, last_access, data FROM textures WHERE id = ? AND format_version = ?",
+            (texture_id, FORMAT_VERSION),
+        ).fetchone()
         if row is None:
             return None
         rowid, digest, last_access, data = row
@@ -294,8 +260,10 @@ class TextureStore:
     @staticmethod
     def _write_touches(conn: sqlite3.Connection, batch: dict[int, float]) -> None:
         if batch:
-            conn.executemany("UPDATE textures SET last_access = MAX(last_access, ?) WHERE rowid = ?",
-                             [(t, r) for r, t in batch.items()])
+            conn.executemany(
+                "UPDATE textures SET last_access = MAX(last_access, ?) WHERE rowid = ?",
+                [(t, r) for r, t in batch.items()],
+            )
 
     def flush_touches(self) -> int:
         """Write the last-access times reads recorded, in one transaction -- only if the write lock is free at
@@ -334,16 +302,25 @@ class TextureStore:
         col = {"last_access": "last_access DESC", "size": "size DESC", "created": "created DESC"}.get(order)
         if col is None:
             raise StoreError(f"unknown order {order!r}; use last_access, size or created")
-        return [StoreEntry._from_row(r) for r in self._conn().execute(f"SELECT {_COLUMNS} FROM textures ORDER BY {col}")]
+        return [
+            StoreEntry._from_row(r) for r in self._conn().execute(f"SELECT {_COLUMNS} FROM textures ORDER BY {col}")
+        ]
 
     def stats(self) -> dict:
         """Entries, blob bytes, cap, file bytes on disk, entries per format version."""
         conn = self._conn()
         n, total = conn.execute("SELECT COUNT(*), COALESCE(SUM(size), 0) FROM textures").fetchone()
         versions = dict(conn.execute("SELECT format_version, COUNT(*) FROM textures GROUP BY format_version"))
-        return {"path": str(self.path), "entries": n, "bytes": total, "max_bytes": self.max_bytes,
-                "file_bytes": self.file_bytes(), "format_versions": versions, "format_version": FORMAT_VERSION,
-                "counters": self.counters.to_dict()}
+        return {
+            "path": str(self.path),
+            "entries": n,
+            "bytes": total,
+            "max_bytes": self.max_bytes,
+            "file_bytes": self.file_bytes(),
+            "format_versions": versions,
+            "format_version": FORMAT_VERSION,
+            "counters": self.counters.to_dict(),
+        }
 
     def file_bytes(self) -> int:
         """Bytes the store occupies on disk (database + WAL + shared-memory index)."""
@@ -362,9 +339,14 @@ class TextureStore:
         """
         data, digest = blob if blob is not None else texture_blob(texture)
         h, w = texture.image_size
-        meta = json.dumps({"channels": list(texture.channels), "absent": list(texture.absent),
-                           "groups": {k: list(v) for k, v in texture.groups.items()},
-                           "config": texture.config.to_dict()})
+        meta = json.dumps(
+            {
+                "channels": list(texture.channels),
+                "absent": list(texture.absent),
+                "groups": {k: list(v) for k, v in texture.groups.items()},
+                "config": texture.config.to_dict(),
+            }
+        )
         now = time.time()
         with self._write() as conn:
             cap = self._cap(conn)
@@ -374,16 +356,34 @@ class TextureStore:
                 "INSERT OR IGNORE INTO textures (id, format_version, content_hash, config_hash, preset, width, "
                 "height, levels, meta, encode_ms, size, sha256, created, last_access, data) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (texture.id, FORMAT_VERSION, texture.content_hash, texture.config.hash(), texture.config.preset,
-                 w, h, texture.num_levels, meta, float(texture.timings_ms.get("total", 0.0)), len(data), digest,
-                 now, now, sqlite3.Binary(data)))
+                (
+                    texture.id,
+                    FORMAT_VERSION,
+                    texture.content_hash,
+                    texture.config.hash(),
+                    texture.config.preset,
+                    w,
+                    h,
+                    texture.num_levels,
+                    meta,
+                    float(texture.timings_ms.get("total", 0.0)),
+                    len(data),
+                    digest,
+                    now,
+                    now,
+                    sqlite3.Binary(data),
+                ),
+            )
             created = cur.rowcount == 1
             if not created:  # already stored: a write counts as a use
-                conn.execute("UPDATE textures SET last_access = ? WHERE id = ? AND format_version = ?",
-                             (now, texture.id, FORMAT_VERSION))
+                conn.execute(
+                    "UPDATE textures SET last_access = ? WHERE id = ? AND format_version = ?",
+                    (now, texture.id, FORMAT_VERSION),
+                )
             evicted = self._evict(conn, cap, keep=texture.id) if created and cap else 0
-            row = conn.execute(f"SELECT {_COLUMNS} FROM textures WHERE id = ? AND format_version = ?",
-                               (texture.id, FORMAT_VERSION)).fetchone()
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM textures WHERE id = ? AND format_version = ?", (texture.id, FORMAT_VERSION)
+            ).fetchone()
         self.counters.add(puts=int(created), duplicates=int(not created), evictions=evicted)
         return StoreEntry._from_row(row), created
 
@@ -429,8 +429,10 @@ class TextureStore:
         conn = self._conn()
         check = conn.execute("PRAGMA quick_check").fetchone()[0]
         if check != "ok":
-            raise StoreError(f"{self.db_path}: SQLite reports damage ({check}); copy what `foveate store ls` "
-                             "still lists and rebuild the store")
+            raise StoreError(
+                f"{self.db_path}: SQLite reports damage ({check}); copy what `foveate store ls` "
+                "still lists and rebuild the store"
+            )
         bad = []
         for rowid, tid in conn.execute("SELECT rowid, id FROM textures").fetchall():
             row = conn.execute("SELECT sha256, data FROM textures WHERE rowid = ?", (rowid,)).fetchone()
@@ -447,8 +449,9 @@ class TextureStore:
         with self._write() as conn:
             if max_bytes is not None:
                 self._save_cap(conn, max_bytes)
-            rep.other_versions = conn.execute("DELETE FROM textures WHERE format_version != ?",
-                                              (FORMAT_VERSION,)).rowcount
+            rep.other_versions = conn.execute(
+                "DELETE FROM textures WHERE format_version != ?", (FORMAT_VERSION,)
+            ).rowcount
             rep.evicted = self._evict(conn, self._cap(conn))
         if verify:
             rep.corrupt = len(self.verify())

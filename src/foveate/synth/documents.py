@@ -1,12 +1,13 @@
 """Synthetic documents with natural questions and their answer boxes: receipts, invoices, letters and forms.
 
-Each kind is a layout program (:func:`receipt`, :func:`invoice`, :func:`letter`, :func:`form`) that places text
+Each kind is a layout program (:func:`receipt`, :func:`invoice`, :func:`letter`; :func:`.forms.form`) that places text
 items with a role (``issuer``, ``date``, ``total``, ...); labels are optional and vary (same row, below,
 ``Label: value``, none), so that what a ranker learns is the *kind* of answer and where such answers sit, not one
-label's wording.  Questions are drawn from several phrasings per role (:data:`QUESTIONS`): on receipts, invoices
+label's wording.  Questions are drawn from several phrasings per role (:mod:`.questions`): on receipts, invoices
 and letters most quote no label ("How much was paid?", "Who issued it?"); on a form they quote the field's label
 ("What was entered for "Region"?"; only the label tells apart fields whose values look alike, two dates, two names)
-or ask for a printed text itself ("Where does it say "Order Form"?").  :func:`make_dataset` writes a data set in
+or ask for a printed text itself ("Where does it say "Order Form"?").  Pages are drawn by :mod:`.draw`;
+:func:`make_dataset` writes a data set in
 the ``queries.jsonl`` format (answer boxes, text heights, answer texts; ``repeated_value`` where the answer is
 printed twice).
 """
@@ -16,54 +17,16 @@ from __future__ import annotations
 import json
 import math
 import random
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
-import numpy as np
-from PIL import Image, ImageDraw, ImageFilter
+from PIL import Image
 
 from . import vocab as V
+from .draw import render
 from .forms import form
 from .layout import Doc, Item, _pair
-
-#: role -> question phrasings ({item}: the item's name)
-QUESTIONS: dict[str, tuple[str, ...]] = {
-    "issuer": ("What is the name of the store?", "Which shop is this receipt from?", "Who issued it?",
-               "What company issued this?", "What is the merchant's name?", "Which business is this from?",
-               "Who is this document from?", "What is the vendor's name?"),
-    "issuer_addr": ("What is the store's address?", "Where is the store located?",
-                    "What is the address of the company that issued it?", "Where is the sender based?",
-                    "What address is printed at the top?"),
-    "phone": ("What is the phone number?", "What phone number is printed on it?", "What number can I call?",
-              "What is the contact telephone number?"),
-    "date": ("What is the date?", "When was it issued?", "What is the date of this purchase?",
-             "On what date was this written?", "When was this bought?", "When is it dated?"),
-    "time": ("What time was this printed?", "At what time was the purchase made?", "What time is shown?"),
-    "total": ("What is the total?", "How much was paid?", "How much was paid in total?", "What is the amount due?",
-              "How much do I owe?", "What is the total amount?", "What does it come to in the end?"),
-    "subtotal": ("What is the subtotal?", "How much before tax?", "What does the subtotal come to?"),
-    "tax": ("How much tax was charged?", "What is the tax amount?", "How much VAT is there?"),
-    "number": ("What is the invoice number?", "What is the reference number?", "What is the document number?"),
-    "due": ("When is payment due?", "What is the due date?", "By when must it be paid?"),
-    "recipient": ("Who is it addressed to?", "Who is the customer?", "Who is the bill for?", "To whom is it written?",
-                  "Who is the recipient?"),
-    "signer": ("Who signed it?", "Who wrote this letter?", "Whose signature is at the bottom?",
-               "Who is the letter from?"),
-    "signer_title": ("What is the position of the person who signed?", "What is the signer's job title?"),
-    "email": ("What is the email address?", "What email can I write to?"),
-    "cashier": ("Who was the cashier?", "Who served the customer?"),
-    "change": ("How much change was given?", "What was the change?"),
-    "subject": ("What is the letter about?", "What is the subject?"),
-    "item_price": ("How much did the {item} cost?", "What was the price of the {item}?",
-                   "What is the amount for {item}?"),
-    "item_qty": ("How many {item} were bought?", "What quantity of {item} was ordered?"),
-    "find": ('Where does it say "{item}"?', 'Find the text "{item}".', 'Which line reads "{item}"?',
-             'Point to "{item}".', 'Where is "{item}" written?', 'Locate the words "{item}".'),
-    "field": ("What is the {item}?", 'What was entered for "{item}"?', 'What is the value of "{item}"?',
-              "What does the form give as the {item}?", "What is filled in for {item}?",
-              "What is the {item} on this form?"),
-}
+from .questions import questions
 
 
 def receipt(r: random.Random) -> Doc:
@@ -72,11 +35,13 @@ def receipt(r: random.Random) -> Doc:
     body, bold = V.pick_fonts(r, mono=True)
     s, cur = r.randint(13, 20), r.choice(["$", "$", "£", "€", "RM ", ""])
     items: list[Item] = []
+    y: float
     y, m = r.randint(20, 50), r.randint(18, 40)
     right, centre = w - m, w / 2
     name = V.company(r)
-    items.append(Item(name.upper() if r.random() < 0.6 else name, centre, y, int(s * r.uniform(1.3, 2.0)), bold, "c",
-                      "issuer"))
+    items.append(
+        Item(name.upper() if r.random() < 0.6 else name, centre, y, int(s * r.uniform(1.3, 2.0)), bold, "c", "issuer")
+    )
     y += s * 2.6
     for line in (V.street(r), V.city(r)):
         items.append(Item(line, centre, y, s, body, "c", "issuer_addr"))
@@ -92,13 +57,36 @@ def receipt(r: random.Random) -> Doc:
         items += [Item(d, m, y, s, body, role="date"), Item(t, right, y, s, body, "r", "time")]
         y += s * 1.5
     else:
-        y = _pair(r, items, m, y, s, body, r.choice(["Date", "DATE"]), d, "date", r.choice(["colon", "same"]),
-                  right=right)
-        y = _pair(r, items, m, y, s, body, r.choice(["Time", "TIME"]), t, "time", r.choice(["colon", "same", "none"]),
-                  right=right)
+        y = _pair(
+            r, items, m, y, s, body, r.choice(["Date", "DATE"]), d, "date", r.choice(["colon", "same"]), right=right
+        )
+        y = _pair(
+            r,
+            items,
+            m,
+            y,
+            s,
+            body,
+            r.choice(["Time", "TIME"]),
+            t,
+            "time",
+            r.choice(["colon", "same", "none"]),
+            right=right,
+        )
     if r.random() < 0.5:
-        y = _pair(r, items, m, y, s, body, r.choice(["Cashier", "Server", "Clerk"]), V.person(r), "cashier",
-                  r.choice(["colon", "same"]), right=right)
+        y = _pair(
+            r,
+            items,
+            m,
+            y,
+            s,
+            body,
+            r.choice(["Cashier", "Server", "Clerk"]),
+            V.person(r),
+            "cashier",
+            r.choice(["colon", "same"]),
+            right=right,
+        )
     y += s * 0.8
     subtotal, qty_column = 0.0, r.random() < 0.6
     for it in r.sample(V.ITEMS, r.randint(2, 9)):
@@ -117,29 +105,103 @@ def receipt(r: random.Random) -> Doc:
     tax = round(subtotal * r.choice([0.05, 0.06, 0.08, 0.1, 0.2]), 2)
     total = subtotal + tax
     mode = r.choice(["same", "same", "colon"])
-    y = _pair(r, items, m, y, s, body, r.choice(["Subtotal", "SUBTOTAL", "Sub Total", "Net"]), V.money(subtotal, cur),
-              "subtotal", mode, right=right)
-    y = _pair(r, items, m, y, s, body, r.choice(["Tax", "TAX", "VAT", "GST", "Sales Tax"]), V.money(tax, cur), "tax",
-              mode, right=right)
-    y = _pair(r, items, m, y, int(s * r.choice([1.0, 1.0, 1.3])), bold,
-              r.choice(["TOTAL", "Total", "Amount Due", "Grand Total", "BALANCE DUE", "Net Total"]),
-              V.money(total, cur), "total", mode, right=right)
+    y = _pair(
+        r,
+        items,
+        m,
+        y,
+        s,
+        body,
+        r.choice(["Subtotal", "SUBTOTAL", "Sub Total", "Net"]),
+        V.money(subtotal, cur),
+        "subtotal",
+        mode,
+        right=right,
+    )
+    y = _pair(
+        r,
+        items,
+        m,
+        y,
+        s,
+        body,
+        r.choice(["Tax", "TAX", "VAT", "GST", "Sales Tax"]),
+        V.money(tax, cur),
+        "tax",
+        mode,
+        right=right,
+    )
+    y = _pair(
+        r,
+        items,
+        m,
+        y,
+        int(s * r.choice([1.0, 1.0, 1.3])),
+        bold,
+        r.choice(["TOTAL", "Total", "Amount Due", "Grand Total", "BALANCE DUE", "Net Total"]),
+        V.money(total, cur),
+        "total",
+        mode,
+        right=right,
+    )
     if r.random() < 0.5:
         paid = math.ceil(total / 10) * 10
-        y = _pair(r, items, m, y, s, body, r.choice(["Cash", "CASH", "Tendered"]), V.money(paid, cur), None, "same",
-                  right=right)
-        y = _pair(r, items, m, y, s, body, r.choice(["Change", "CHANGE"]), V.money(paid - total, cur), "change", "same",
-                  right=right)
+        y = _pair(
+            r,
+            items,
+            m,
+            y,
+            s,
+            body,
+            r.choice(["Cash", "CASH", "Tendered"]),
+            V.money(paid, cur),
+            None,
+            "same",
+            right=right,
+        )
+        y = _pair(
+            r,
+            items,
+            m,
+            y,
+            s,
+            body,
+            r.choice(["Change", "CHANGE"]),
+            V.money(paid - total, cur),
+            "change",
+            "same",
+            right=right,
+        )
     elif r.random() < 0.6:  # the card line repeats the total
-        y = _pair(r, items, m, y, s, body, f"{r.choice(['VISA', 'Mastercard', 'Card', 'AMEX'])} ****{r.randint(1000, 9999)}",
-                  V.money(total, cur), "total", "same", right=right)
+        y = _pair(
+            r,
+            items,
+            m,
+            y,
+            s,
+            body,
+            f"{r.choice(['VISA', 'Mastercard', 'Card', 'AMEX'])} ****{r.randint(1000, 9999)}",
+            V.money(total, cur),
+            "total",
+            "same",
+            right=right,
+        )
     y += s
-    for line in r.sample(["Thank you for shopping!", "Please come again", "No refunds without receipt",
-                          "Have a nice day", f"Receipt #{r.randint(1000, 99999)}"], 2):
+    for line in r.sample(
+        [
+            "Thank you for shopping!",
+            "Please come again",
+            "No refunds without receipt",
+            "Have a nice day",
+            f"Receipt #{r.randint(1000, 99999)}",
+        ],
+        2,
+    ):
         items.append(Item(line, centre, y, s - 2, body, "c"))
         y += s * 1.4
-    return Doc("receipt", w, int(y + r.randint(20, 60)), items,
-               [(m, rule_y, right, rule_y)] if r.random() < 0.7 else [])
+    return Doc(
+        "receipt", w, int(y + r.randint(20, 60)), items, [(m, rule_y, right, rule_y)] if r.random() < 0.7 else []
+    )
 
 
 def invoice(r: random.Random) -> Doc:
@@ -153,7 +215,7 @@ def invoice(r: random.Random) -> Doc:
     issuer = V.company(r)
     head_right = r.random() < 0.3
     hx, anchor = (right, "r") if head_right else (m, "l")
-    y = r.randint(40, 70)
+    y: float = r.randint(40, 70)
     items.append(Item(issuer, hx, y, int(s * r.uniform(1.6, 2.4)), bold, anchor, "issuer"))
     y += s * 3
     for line in (V.street(r), V.city(r)):
@@ -165,18 +227,59 @@ def invoice(r: random.Random) -> Doc:
         mail = f"{r.choice(['billing', 'accounts', 'info', 'sales'])}@{issuer.split()[0].lower()}.example"
         items.append(Item(mail, hx, y, s, body, anchor, "email"))
         y += s * 1.4
-    items.append(Item(r.choice(["INVOICE", "Invoice", "TAX INVOICE", "BILL"]), m if head_right else right,
-                      r.randint(40, 70), int(s * 2), bold, "l" if head_right else "r"))
+    items.append(
+        Item(
+            r.choice(["INVOICE", "Invoice", "TAX INVOICE", "BILL"]),
+            m if head_right else right,
+            r.randint(40, 70),
+            int(s * 2),
+            bold,
+            "l" if head_right else "r",
+        )
+    )
     y += s * 2
     mode = r.choice(["same", "below", "colon"])
     fx = w * r.uniform(0.5, 0.6)
-    fy = _pair(r, items, fx, y, s, body, r.choice(["Invoice No", "Invoice #", "Number", "Ref"]),
-               f"{r.choice(['INV', 'N', ''])}{r.randint(1000, 999999)}", "number", mode, x_value=fx + s * 8)
-    fy = _pair(r, items, fx, fy, s, body, r.choice(["Date", "Invoice Date", "Issued"]), V.date(r), "date", mode,
-               x_value=fx + s * 8)
+    fy = _pair(
+        r,
+        items,
+        fx,
+        y,
+        s,
+        body,
+        r.choice(["Invoice No", "Invoice #", "Number", "Ref"]),
+        f"{r.choice(['INV', 'N', ''])}{r.randint(1000, 999999)}",
+        "number",
+        mode,
+        x_value=fx + s * 8,
+    )
+    fy = _pair(
+        r,
+        items,
+        fx,
+        fy,
+        s,
+        body,
+        r.choice(["Date", "Invoice Date", "Issued"]),
+        V.date(r),
+        "date",
+        mode,
+        x_value=fx + s * 8,
+    )
     if r.random() < 0.7:
-        fy = _pair(r, items, fx, fy, s, body, r.choice(["Due Date", "Due", "Payment Due"]), V.date(r), "due", mode,
-                   x_value=fx + s * 8)
+        fy = _pair(
+            r,
+            items,
+            fx,
+            fy,
+            s,
+            body,
+            r.choice(["Due Date", "Due", "Payment Due"]),
+            V.date(r),
+            "due",
+            mode,
+            x_value=fx + s * 8,
+        )
     items.append(Item(r.choice(["Bill to:", "BILL TO", "Customer:", "Billed To"]), m, y, s, bold))
     by = y + s * 1.5
     items.append(Item(V.person(r) if r.random() < 0.5 else V.company(r), m, by, s, body, role="recipient"))
@@ -189,30 +292,41 @@ def invoice(r: random.Random) -> Doc:
     for text, x, a in zip(["Description", "Qty", "Unit Price", "Amount"], cols, "llrr"):
         items.append(Item(text, x, y, s, bold, a))
     y += s * 1.4
-    rules = [(m, y, right, y)]
+    rules: list[tuple[float, float, float, float]] = [(m, y, right, y)]
     y += s * 0.6
     subtotal = 0.0
     for it in r.sample(V.ITEMS, r.randint(2, 8)):
         name = f"{r.choice(V.ADJECTIVES)} {it}" if r.random() < 0.5 else it
         q, p = r.randint(1, 20), round(r.uniform(2, 500), 2)
         subtotal += q * p
-        items += [Item(name, cols[0], y, s, body), Item(str(q), cols[1], y, s, body, role=f"item_qty|{name}"),
-                  Item(V.money(p, cur), cols[2], y, s, body, "r"),
-                  Item(V.money(q * p, cur), cols[3], y, s, body, "r", f"item_price|{name}")]
+        items += [
+            Item(name, cols[0], y, s, body),
+            Item(str(q), cols[1], y, s, body, role=f"item_qty|{name}"),
+            Item(V.money(p, cur), cols[2], y, s, body, "r"),
+            Item(V.money(q * p, cur), cols[3], y, s, body, "r", f"item_price|{name}"),
+        ]
         y += s * 1.6
     rules.append((m, y, right, y))
     y += s
     tax = round(subtotal * r.choice([0, 0.05, 0.1, 0.2]), 2)
-    for label, value, role in ((r.choice(["Subtotal", "Sub-total", "Net amount"]), subtotal, "subtotal"),
-                               (r.choice(["Tax", "VAT", "GST"]), tax, "tax"),
-                               (r.choice(["Total", "TOTAL DUE", "Amount Due", "Balance Due", "Total (incl. tax)"]),
-                                subtotal + tax, "total")):
+    for label, value, role in (
+        (r.choice(["Subtotal", "Sub-total", "Net amount"]), subtotal, "subtotal"),
+        (r.choice(["Tax", "VAT", "GST"]), tax, "tax"),
+        (r.choice(["Total", "TOTAL DUE", "Amount Due", "Balance Due", "Total (incl. tax)"]), subtotal + tax, "total"),
+    ):
         f = bold if role == "total" else body
         items += [Item(label, w * 0.6, y, s, f), Item(V.money(value, cur), right, y, s, f, "r", role)]
         y += s * 1.7
     y += s * 2
-    items.append(Item(r.choice(["Payment terms: 30 days", "Please pay by bank transfer", "Thank you for your business"]),
-                      m, y, s - 1, body))
+    items.append(
+        Item(
+            r.choice(["Payment terms: 30 days", "Please pay by bank transfer", "Thank you for your business"]),
+            m,
+            y,
+            s - 1,
+            body,
+        )
+    )
     if r.random() < 0.5:
         iban = f"GB{r.randint(10, 99)} {r.randint(1000, 9999)} {r.randint(1000, 9999)} {r.randint(1000, 9999)}"
         items.append(Item(f"Bank: IBAN {iban}", m, y + s * 1.5, s - 2, body))
@@ -227,7 +341,7 @@ def letter(r: random.Random) -> Doc:
     items: list[Item] = []
     m = r.randint(60, 100)
     right = w - m
-    y = r.randint(40, 80)
+    y: float = r.randint(40, 80)
     hx, anchor = (w / 2, "c") if r.random() < 0.5 else (m, "l")
     items.append(Item(V.company(r), hx, y, int(s * r.uniform(1.5, 2.2)), bold, anchor, "issuer"))
     y += s * 2.6
@@ -244,8 +358,15 @@ def letter(r: random.Random) -> Doc:
         y += s * 1.4
     y += s * 1.1
     if r.random() < 0.6:
-        subject = r.choice(["Renewal of the service agreement", "Quarterly report", "Change of address",
-                            "Outstanding balance", "Project proposal"])
+        subject = r.choice(
+            [
+                "Renewal of the service agreement",
+                "Quarterly report",
+                "Change of address",
+                "Outstanding balance",
+                "Project proposal",
+            ]
+        )
         items.append(Item(f"Re: {subject}", m, y, s, bold, role="subject"))
         y += s * 2.2
     items.append(Item(f"Dear {recipient.split()[0] if r.random() < 0.5 else 'Sir or Madam'},", m, y, s, body))
@@ -259,13 +380,33 @@ def letter(r: random.Random) -> Doc:
     items.append(Item(r.choice(["Sincerely,", "Yours faithfully,", "Best regards,", "Kind regards,"]), m, y, s, body))
     y += s * 4
     items.append(Item(V.person(r), m, y, s, body, role="signer"))
-    items.append(Item(r.choice(["Director of Operations", "Account Manager", "Chief Financial Officer",
-                                "Office Manager", "Head of Sales"]), m, y + s * 1.4, s, body, role="signer_title"))
+    items.append(
+        Item(
+            r.choice(
+                [
+                    "Director of Operations",
+                    "Account Manager",
+                    "Chief Financial Officer",
+                    "Office Manager",
+                    "Head of Sales",
+                ]
+            ),
+            m,
+            y + s * 1.4,
+            s,
+            body,
+            role="signer_title",
+        )
+    )
     return Doc("letter", w, h, items)
 
 
-KINDS: dict[str, Callable[[random.Random], Doc]] = {"receipt": receipt, "invoice": invoice, "letter": letter,
-                                                     "form": form}
+KINDS: dict[str, Callable[[random.Random], Doc]] = {
+    "receipt": receipt,
+    "invoice": invoice,
+    "letter": letter,
+    "form": form,
+}
 #: what ``foveate synth`` and ``synth:N`` draw unless told: the documents ``synth:N`` drew before forms existed, the
 #: same ones for a seed (the shipped recipe names all four: ``synth:400:receipt,invoice,letter,form``)
 DEFAULT_KINDS = ("receipt", "invoice", "letter")
@@ -287,83 +428,6 @@ def parse_kinds(text: str) -> tuple[str, ...]:
     return check_kinds(tuple(k.strip() for k in text.split(",") if k.strip()))
 
 
-def render(doc: Doc, r: random.Random) -> np.ndarray:
-    """Draw the document (grey ink on paper, optional blur and sensor noise; a form often faxed, :func:`_scanned`; a
-    receipt often photographed on a tinted background) and fill every item's pixel box.  Returns (H, W, 3) uint8."""
-    im = Image.new("L", (doc.width, doc.height), 250)
-    draw = ImageDraw.Draw(im)
-    for x0, y0, x1, y1 in doc.rules:
-        draw.line([(x0, y0), (x1, y1)], fill=70, width=2)
-    for it in doc.items:
-        f = V.font(it.font, it.size)
-        width = draw.textlength(it.text, font=f)
-        x = it.x if it.anchor == "l" else (it.x - width if it.anchor == "r" else it.x - width / 2)
-        draw.text((x, it.y), it.text, fill=20, font=f)
-        it.box = [int(v) for v in draw.textbbox((x, it.y), it.text, font=f)]
-    if doc.kind == "form" and r.random() < 0.5:
-        im = _scanned(im, r)
-    if r.random() < 0.5:
-        im = im.filter(ImageFilter.GaussianBlur(r.uniform(0.3, 0.9)))
-    a = np.asarray(im, np.float32) + np.random.default_rng(r.randint(0, 2**31)).normal(0, r.uniform(0, 8), (doc.height, doc.width))
-    rgb = np.repeat(np.clip(np.rint(a), 0, 255).astype(np.uint8)[..., None], 3, -1)
-    if doc.kind == "receipt" and r.random() < 0.7:
-        pad = r.randint(10, 80)
-        out = np.empty((rgb.shape[0] + 2 * pad, rgb.shape[1] + 2 * pad, 3), np.uint8)
-        out[:] = np.array([r.randint(40, 160) for _ in range(3)], np.uint8)
-        out[pad:pad + rgb.shape[0], pad:pad + rgb.shape[1]] = rgb
-        for it in doc.items:
-            it.box = [v + pad for v in it.box]
-        rgb = out
-    return rgb
-
-
-def _scanned(im: Image.Image, r: random.Random) -> Image.Image:
-    """A fax or photocopy of a page: scanned at 60-90 % of its resolution and brought back (blocky or soft), often
-    thresholded to black and white, with specks of toner.  The page keeps its size, so every box stays put."""
-    w, h = im.size
-    f = r.uniform(0.6, 0.9)
-    small = im.resize((max(1, round(w * f)), max(1, round(h * f))), Image.BILINEAR)
-    if r.random() < 0.6:
-        t = r.randint(120, 190)
-        small = small.point(lambda v: 10 if v < t else 250)
-    im = small.resize((w, h), Image.NEAREST if r.random() < 0.5 else Image.BILINEAR)
-    draw = ImageDraw.Draw(im)
-    for _ in range(int(w * h * r.uniform(0, 4e-4))):
-        x, y, d = r.uniform(0, w), r.uniform(0, h), r.uniform(0.5, 2)
-        draw.ellipse([x, y, x + d, y + d], fill=20)
-    return im
-
-
-def questions(doc: Doc, r: random.Random, max_questions: int = 10) -> list[dict]:
-    """Questions about the drawn document, one per answerable role (item questions for some items), each with the
-    answer's boxes, text heights and texts.  Roles spread over several lines (the issuer's address) become one box."""
-    by_role: dict[str, list[Item]] = {}
-    for it in doc.items:
-        if it.role:
-            by_role.setdefault(it.role, []).append(it)
-    out = []
-    for role, its in by_role.items():
-        base, _, item = role.partition("|")
-        if base not in QUESTIONS or (base.startswith("item_") and r.random() < 0.6):
-            continue
-        text = r.choice(QUESTIONS[base]).format(item=item)
-        if base == "issuer_addr":
-            box = [min(i.box[0] for i in its), min(i.box[1] for i in its), max(i.box[2] for i in its),
-                   max(i.box[3] for i in its)]
-            boxes, heights, answers = [box], [its[0].box[3] - its[0].box[1]], [" ".join(i.text for i in its)]
-        else:
-            boxes, heights, answers = [i.box for i in its], [i.box[3] - i.box[1] for i in its], [i.text for i in its]
-        q = {"query": text, "boxes": boxes, "text_heights": heights, "answer_text": answers,
-             "type": "find" if base == "find" else "key_value", "key": base}
-        if base == "field":
-            q["key_text"] = item  # the label the question quotes, as printed (FUNSD's field of the same name)
-        if len(its) > 1 and base == "total":
-            q["repeated_value"] = True
-        out.append(q)
-    r.shuffle(out)
-    return out[:max_questions]
-
-
 #: bumped whenever a kind's documents change for a seed (a layout changed); recorded in :data:`GENERATED_MARK`, and
 #: ``foveate train`` draws a cached set again when its mark does not match (:func:`generated_mark`)
 GENERATOR_VERSION = 4
@@ -376,8 +440,13 @@ GENERATED_MARK = "generated.json"
 def generated_mark(n: int, kinds: tuple[str, ...], seed: int) -> dict:
     """What :func:`make_dataset` records in :data:`GENERATED_MARK`: the generator and its version, ``n``, ``seed``
     and the kinds."""
-    return {"generator": "foveate.synth.documents", "version": GENERATOR_VERSION, "n": n, "seed": seed,
-            "kinds": list(kinds)}
+    return {
+        "generator": "foveate.synth.documents",
+        "version": GENERATOR_VERSION,
+        "n": n,
+        "seed": seed,
+        "kinds": list(kinds),
+    }
 
 
 def make_dataset(out: str | Path, n: int, kinds: tuple[str, ...] = DEFAULT_KINDS, seed: int = 0) -> Path:

@@ -32,8 +32,20 @@ class Doc:
     rules: list[tuple[float, float, float, float]] = field(default_factory=list)
 
 
-def _pair(r: random.Random, items: list[Item], x: float, y: float, size: int, font: str | None, label: str,
-          value: str, role: str | None, mode: str, x_value: float | None = None, right: float | None = None) -> float:
+def _pair(
+    r: random.Random,
+    items: list[Item],
+    x: float,
+    y: float,
+    size: int,
+    font: str | None,
+    label: str,
+    value: str,
+    role: str | None,
+    mode: str,
+    x_value: float | None = None,
+    right: float | None = None,
+) -> float:
     """Place a label and its value: on one line (``colon``), the value right-aligned or at ``x_value`` on the same
     row (``same``), below the label (``below``), or the value alone (``none``).  Returns the next free y."""
     if mode == "none":
@@ -49,5 +61,6 @@ def _pair(r: random.Random, items: list[Item], x: float, y: float, size: int, fo
     if right is not None:
         items.append(Item(value, right, y, size, font, "r", role))
     else:
+        assert x_value is not None, "a value on the label's row needs right or x_value"  # every caller gives one
         items.append(Item(value, x_value, y, size, font, role=role))
     return y + size * 1.5

@@ -7,10 +7,13 @@ the result is the same on every machine with the same Pillow version.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
+
+from ..core.types import F32, F64
 
 
 @dataclass
@@ -40,12 +43,19 @@ class Page:
         raise KeyError(text)
 
 
-def _font(size: int) -> ImageFont.FreeTypeFont:
+def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     return ImageFont.load_default(size=size)
 
 
-def render_page(lines: list[TextLine], width: int = 850, height: int = 1100, paper: int = 250,
-                rules: list[tuple[int, int, int, int]] = (), noise: float = 0.0, seed: int = 0) -> Page:
+def render_page(
+    lines: list[TextLine],
+    width: int = 850,
+    height: int = 1100,
+    paper: int = 250,
+    rules: Sequence[tuple[int, int, int, int]] = (),
+    noise: float = 0.0,
+    seed: int = 0,
+) -> Page:
     """Draw ``lines`` (and straight ``rules`` ``(x0, y0, x1, y1)``) on a blank page.
 
     ``noise`` adds Gaussian sensor noise of that standard deviation (grey levels), seeded by ``seed``.
@@ -60,13 +70,13 @@ def render_page(lines: list[TextLine], width: int = 850, height: int = 1100, pap
         draw.text((ln.x, ln.y), ln.text, fill=ln.ink, font=font)
         box = [int(v) for v in draw.textbbox((ln.x, ln.y), ln.text, font=font)]
         out_lines.append({"text": ln.text, "box": box, "size": ln.size})
-        cursor = ln.x
+        cursor: float = ln.x
         for token in ln.text.split(" "):
             if token:
                 wb = [int(v) for v in draw.textbbox((cursor, ln.y), token, font=font)]
                 out_words.append({"text": token, "box": wb})
             cursor += draw.textlength(token + " ", font=font)
-    arr = np.asarray(im, dtype=np.float32)
+    arr: F32 | F64 = np.asarray(im, dtype=np.float32)
     if noise > 0:
         arr = arr + np.random.default_rng(seed).normal(0.0, noise, arr.shape)
     grey = np.clip(np.rint(arr), 0, 255).astype(np.uint8)
@@ -91,16 +101,27 @@ def invoice_page() -> Page:
         L("Unit price", 560, 270, 16),
         L("Amount", 700, 270, 16),
         L("Achromatic doublet lens, 50 mm", 60, 310, 15),
-        L("4", 470, 310, 15), L("$86.00", 575, 310, 15), L("$344.00", 705, 310, 15),
+        L("4", 470, 310, 15),
+        L("$86.00", 575, 310, 15),
+        L("$344.00", 705, 310, 15),
         L("Kinematic mirror mount", 60, 340, 15),
-        L("2", 470, 340, 15), L("$129.50", 575, 340, 15), L("$259.00", 705, 340, 15),
+        L("2", 470, 340, 15),
+        L("$129.50", 575, 340, 15),
+        L("$259.00", 705, 340, 15),
         L("Optical breadboard, 300 x 450 mm", 60, 370, 15),
-        L("1", 470, 370, 15), L("$412.00", 575, 370, 15), L("$412.00", 705, 370, 15),
+        L("1", 470, 370, 15),
+        L("$412.00", 575, 370, 15),
+        L("$412.00", 705, 370, 15),
         L("Calibration service", 60, 400, 15),
-        L("1", 470, 400, 15), L("$219.50", 575, 400, 15), L("$219.50", 705, 400, 15),
-        L("Subtotal", 560, 460, 16), L("$1,234.50", 700, 460, 16),
-        L("Tax (0%)", 560, 488, 16), L("$0.00", 700, 488, 16),
-        L("Total due", 560, 524, 18), L("$1,234.50", 700, 524, 18),
+        L("1", 470, 400, 15),
+        L("$219.50", 575, 400, 15),
+        L("$219.50", 705, 400, 15),
+        L("Subtotal", 560, 460, 16),
+        L("$1,234.50", 700, 460, 16),
+        L("Tax (0%)", 560, 488, 16),
+        L("$0.00", 700, 488, 16),
+        L("Total due", 560, 524, 18),
+        L("$1,234.50", 700, 524, 18),
         L("Payment by bank transfer to account 4410 2291 0087, reference NW-2026-0417.", 60, 600, 13, 60),
         L("Signed: J. Alvarez, Accounts", 60, 680, 16),
         L("Signature date: 15 March 2026", 60, 706, 16),

@@ -9,30 +9,81 @@ from functools import lru_cache
 
 from PIL import ImageFont
 
-FIRST = ("James Mary Robert Linda Michael Sarah David Karen Daniel Laura Paul Nancy Mark Helen Steven Anna Kevin Ruth "
-         "Brian Emma Jose Sofia Wei Mei Hiro Yuki Omar Aisha Ivan Olga Pierre Claire Lars Ingrid Raj Priya Tom Ana").split()
-LAST = ("Smith Johnson Garcia Miller Davis Lopez Wilson Anderson Thomas Moore Martin Lee Walker Hall Young King Wright "
-        "Scott Green Baker Nelson Carter Mitchell Perez Roberts Turner Phillips Campbell Parker Evans Edwards Collins "
-        "Stewart Morris Nguyen Tanaka Kumar Novak Dubois Berg").split()
-WORD1 = ("Blue Golden Silver Green Red Northern Pacific Eastern Royal Urban Coastal Summit Maple Cedar Harbor River "
-         "Sunrise Lakeside Pioneer Union Metro Prime Alpine Liberty Oak").split()
-WORD2 = ("Market Grill Cafe Bakery Pharmacy Hardware Books Deli Foods Kitchen Outfitters Electronics Supply Mart Bistro "
-         "Diner Optics Textiles Logistics Systems Labs Partners Holdings Studio Garden").split()
+FIRST = (
+    "James Mary Robert Linda Michael Sarah David Karen Daniel Laura Paul Nancy Mark Helen Steven Anna Kevin Ruth "
+    "Brian Emma Jose Sofia Wei Mei Hiro Yuki Omar Aisha Ivan Olga Pierre Claire Lars Ingrid Raj Priya Tom Ana"
+).split()
+LAST = (
+    "Smith Johnson Garcia Miller Davis Lopez Wilson Anderson Thomas Moore Martin Lee Walker Hall Young King Wright "
+    "Scott Green Baker Nelson Carter Mitchell Perez Roberts Turner Phillips Campbell Parker Evans Edwards Collins "
+    "Stewart Morris Nguyen Tanaka Kumar Novak Dubois Berg"
+).split()
+WORD1 = (
+    "Blue Golden Silver Green Red Northern Pacific Eastern Royal Urban Coastal Summit Maple Cedar Harbor River "
+    "Sunrise Lakeside Pioneer Union Metro Prime Alpine Liberty Oak"
+).split()
+WORD2 = (
+    "Market Grill Cafe Bakery Pharmacy Hardware Books Deli Foods Kitchen Outfitters Electronics Supply Mart Bistro "
+    "Diner Optics Textiles Logistics Systems Labs Partners Holdings Studio Garden"
+).split()
 SUFFIX = ("", "", " Inc.", " LLC", " Ltd", " Co.", " & Co", " GmbH", " Sdn Bhd", " Corp.")
-STREETS = ("Main Oak Pine Maple Cedar Elm Washington Lake Hill Park Market Church High Bridge Mill Station River Spring "
-           "Union Harbor").split()
+STREETS = (
+    "Main Oak Pine Maple Cedar Elm Washington Lake Hill Park Market Church High Bridge Mill Station River Spring "
+    "Union Harbor"
+).split()
 STREET_TYPES = ("St", "Street", "Ave", "Avenue", "Rd", "Road", "Blvd", "Lane", "Dr", "Way")
-CITIES = (("Portland", "OR"), ("Austin", "TX"), ("Denver", "CO"), ("Boston", "MA"), ("Seattle", "WA"), ("Oxnard", "CA"),
-          ("Madison", "WI"), ("Tampa", "FL"), ("Leeds", ""), ("Bristol", ""), ("Kuala Lumpur", ""), ("Toronto", "ON"),
-          ("Dublin", ""), ("Phoenix", "AZ"), ("Raleigh", "NC"))
-ITEMS = ("Coffee Latte Espresso Bagel Croissant Sandwich Salad Burger Fries Soda Water Tea Muffin Pasta Pizza Soup Rice "
-         "Noodles Chicken Beef Salmon Tofu Apples Bananas Milk Bread Eggs Cheese Butter Yogurt Cereal Juice Cookies "
-         "Chips Batteries Cable Charger Notebook Pens Paper Tape Gloves Lamp Filter Lens Mount Screws Paint Brush").split()
+CITIES = (
+    ("Portland", "OR"),
+    ("Austin", "TX"),
+    ("Denver", "CO"),
+    ("Boston", "MA"),
+    ("Seattle", "WA"),
+    ("Oxnard", "CA"),
+    ("Madison", "WI"),
+    ("Tampa", "FL"),
+    ("Leeds", ""),
+    ("Bristol", ""),
+    ("Kuala Lumpur", ""),
+    ("Toronto", "ON"),
+    ("Dublin", ""),
+    ("Phoenix", "AZ"),
+    ("Raleigh", "NC"),
+)
+ITEMS = (
+    "Coffee Latte Espresso Bagel Croissant Sandwich Salad Burger Fries Soda Water Tea Muffin Pasta Pizza Soup Rice "
+    "Noodles Chicken Beef Salmon Tofu Apples Bananas Milk Bread Eggs Cheese Butter Yogurt Cereal Juice Cookies "
+    "Chips Batteries Cable Charger Notebook Pens Paper Tape Gloves Lamp Filter Lens Mount Screws Paint Brush"
+).split()
 ADJECTIVES = "Large Small Organic Fresh Iced Hot Spicy Classic Deluxe Mini Family Whole Green Red Premium".split()
-DEPARTMENTS = ("Sales", "Marketing", "Finance", "Research", "Operations", "Legal", "Purchasing", "Northeast", "Midwest",
-               "Region 4", "Quality Control", "Human Resources", "Field Services", "Production")
-JOB_TITLES = ("Manager", "Sales Representative", "Director", "Analyst", "Coordinator", "Supervisor", "Buyer",
-              "Account Executive", "Vice President", "Technician", "Assistant")
+DEPARTMENTS = (
+    "Sales",
+    "Marketing",
+    "Finance",
+    "Research",
+    "Operations",
+    "Legal",
+    "Purchasing",
+    "Northeast",
+    "Midwest",
+    "Region 4",
+    "Quality Control",
+    "Human Resources",
+    "Field Services",
+    "Production",
+)
+JOB_TITLES = (
+    "Manager",
+    "Sales Representative",
+    "Director",
+    "Analyst",
+    "Coordinator",
+    "Supervisor",
+    "Buyer",
+    "Account Executive",
+    "Vice President",
+    "Technician",
+    "Assistant",
+)
 MONTHS = ("January February March April May June July August September October November December").split()
 SENTENCES = (
     "We are pleased to confirm the arrangements discussed at our last meeting.",
@@ -60,7 +111,9 @@ def street(r: random.Random) -> str:
 
 def city(r: random.Random) -> str:
     name, state = r.choice(CITIES)
-    return f"{name}, {state} {r.randint(10000, 99999)}" if state else f"{name} {r.randint(10, 99)}{r.choice('ABCDEFGH')}"
+    return (
+        f"{name}, {state} {r.randint(10000, 99999)}" if state else f"{name} {r.randint(10, 99)}{r.choice('ABCDEFGH')}"
+    )
 
 
 def phone(r: random.Random) -> str:
@@ -70,13 +123,23 @@ def phone(r: random.Random) -> str:
 
 def date(r: random.Random) -> str:
     y, m, d = r.randint(2015, 2026), r.randint(1, 12), r.randint(1, 28)
-    return r.choice([f"{m:02d}/{d:02d}/{y}", f"{d:02d}/{m:02d}/{y % 100:02d}", f"{y}-{m:02d}-{d:02d}",
-                     f"{MONTHS[m - 1]} {d}, {y}", f"{d} {MONTHS[m - 1][:3]} {y}", f"{d:02d}.{m:02d}.{y}"])
+    return r.choice(
+        [
+            f"{m:02d}/{d:02d}/{y}",
+            f"{d:02d}/{m:02d}/{y % 100:02d}",
+            f"{y}-{m:02d}-{d:02d}",
+            f"{MONTHS[m - 1]} {d}, {y}",
+            f"{d} {MONTHS[m - 1][:3]} {y}",
+            f"{d:02d}.{m:02d}.{y}",
+        ]
+    )
 
 
 def clock(r: random.Random) -> str:
     h, m, s = r.randint(0, 23), r.randint(0, 59), r.randint(0, 59)
-    return r.choice([f"{h:02d}:{m:02d}", f"{h:02d}:{m:02d}:{s:02d}", f"{(h % 12) or 12}:{m:02d} {'PM' if h >= 12 else 'AM'}"])
+    return r.choice(
+        [f"{h:02d}:{m:02d}", f"{h:02d}:{m:02d}:{s:02d}", f"{(h % 12) or 12}:{m:02d} {'PM' if h >= 12 else 'AM'}"]
+    )
 
 
 def money(value: float, currency: str) -> str:
@@ -97,14 +160,18 @@ def font_files() -> tuple[str, ...]:
     for d in dirs:
         if os.path.isdir(d):
             for f in sorted(os.listdir(d)):
-                if (f.startswith("DejaVu") and f.endswith(".ttf") and f not in seen
-                        and not any(x in f for x in ("Math", "ExtraLight", "Display"))):
+                if (
+                    f.startswith("DejaVu")
+                    and f.endswith(".ttf")
+                    and f not in seen
+                    and not any(x in f for x in ("Math", "ExtraLight", "Display"))
+                ):
                     seen[f] = os.path.join(d, f)
     return tuple(seen[k] for k in sorted(seen))
 
 
 @lru_cache(maxsize=256)
-def font(path: str | None, size: int) -> ImageFont.FreeTypeFont:
+def font(path: str | None, size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     return ImageFont.load_default(size=size) if path is None else ImageFont.truetype(path, size)
 
 

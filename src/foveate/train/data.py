@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -71,8 +71,9 @@ def resolve_sources(specs: list[str], cache: Path, seed: int) -> list[Path]:
             try:
                 n = int(count)
             except ValueError:
-                raise DatasetError(f"{spec!r}: write synth:N or synth:N:KIND,KIND with N the number of documents, "
-                                   "e.g. synth:300") from None
+                raise DatasetError(
+                    f"{spec!r}: write synth:N or synth:N:KIND,KIND with N the number of documents, e.g. synth:300"
+                ) from None
             if n < 1:
                 raise DatasetError(f"{spec!r}: N must be at least 1")
             try:
@@ -88,8 +89,9 @@ def resolve_sources(specs: list[str], cache: Path, seed: int) -> list[Path]:
         else:
             folder = Path(spec)
             if not (folder / "queries.jsonl").is_file():
-                raise DatasetError(f"{spec}: not a data set (no queries.jsonl); pass folders in the queries.jsonl "
-                                   "format or synth:N")
+                raise DatasetError(
+                    f"{spec}: not a data set (no queries.jsonl); pass folders in the queries.jsonl format or synth:N"
+                )
             out.append(folder)
     names = [p.resolve().name for p in out]
     if len(set(names)) != len(names):
@@ -97,8 +99,14 @@ def resolve_sources(specs: list[str], cache: Path, seed: int) -> list[Path]:
     return out
 
 
-def load_pages(folders: list[Path], cache: Path, encode: EncodeConfig, seed: int,
-               progress: Callable[[str, int, int], None] | None = None, prompts: float = 0.0) -> tuple[list[Page], dict]:
+def load_pages(
+    folders: list[Path],
+    cache: Path,
+    encode: EncodeConfig,
+    seed: int,
+    progress: Callable[[str, int, int], None] | None = None,
+    prompts: float = 0.0,
+) -> tuple[list[Page], dict]:
     """Read every set, encode each image once (the texture store in ``cache`` keeps them across runs), and split
     by image.  ``prompts``: the share of questions that also get a copy asked with a point prompt on the answer.
 
@@ -152,8 +160,9 @@ def load_pages(folders: list[Path], cache: Path, encode: EncodeConfig, seed: int
                 if prompts and rng.random() < prompts:  # the same question, pointed at
                     b = cq.boxes[int(rng.integers(len(cq.boxes)))]
                     pt = (float(rng.uniform(b[0], b[2])), float(rng.uniform(b[1], b[3])))
-                    page.samples.append(Sample(None if rng.random() < 0.5 else cq.text, cq.boxes, cq.text_heights,
-                                               s.any_box, (pt,)))
+                    page.samples.append(
+                        Sample(None if rng.random() < 0.5 else cq.text, cq.boxes, cq.text_heights, s.any_box, (pt,))
+                    )
             if page.samples:
                 pages.append(page)
                 counts["images"] += 1

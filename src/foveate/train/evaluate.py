@@ -4,7 +4,8 @@ and the per-(question, budget) records the floor gate is fitted on."""
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -25,10 +26,17 @@ def hit(boxes: np.ndarray, scales: np.ndarray, s: Sample, image_size: tuple[int,
     return m.hit, m.legible_coverage
 
 
-def records(pages: list[Page], weights: dict[str, object], budgets: tuple[int, ...], floor: str = "auto",
-            gate_features: bool = False, prompts: bool = True,
-            progress: Callable[[int, int], None] | None = None, workers: int = 1,
-            modes: dict[str, str] | None = None) -> list[dict]:
+def records(
+    pages: list[Page],
+    weights: Mapping[str, object],
+    budgets: tuple[int, ...],
+    floor: str = "auto",
+    gate_features: bool = False,
+    prompts: bool = True,
+    progress: Callable[[int, int], None] | None = None,
+    workers: int = 1,
+    modes: dict[str, str] | None = None,
+) -> list[dict]:
     """One record per (question, budget): the hit and legible coverage of each named weights' selection (in mode
     ``modes[name]``, by default ``select``'s; ``floor`` as given) and of the uniform layout; with ``gate_features``,
     the floor gate's inputs for the first weights.  A budget at which a row cannot select on a page (a quadtree below
@@ -40,7 +48,7 @@ def records(pages: list[Page], weights: dict[str, object], budgets: tuple[int, .
     job = (weights, budgets, floor, gate_features, prompts, modes or {})
     if workers > 1 and len(pages) > 1:
         ready_query_encoder(pages)
-    chunks = [(pages[i:i + _CHUNK], *job) for i in range(0, len(pages), _CHUNK)]
+    chunks = [(pages[i : i + _CHUNK], *job) for i in range(0, len(pages), _CHUNK)]
     out: list[dict] = []
     done = 0
     for recs, n in fork_map(_chunk_records, chunks, workers):
@@ -71,8 +79,15 @@ def ready_query_encoder(pages: list[Page]) -> None:
         embed_query(text)
 
 
-def _page_records(page: Page, weights: dict[str, object], budgets: tuple[int, ...], floor: str, gate_features: bool,
-                  prompts: bool, modes: dict[str, str]) -> list[dict]:
+def _page_records(
+    page: Page,
+    weights: Mapping[str, object],
+    budgets: tuple[int, ...],
+    floor: str,
+    gate_features: bool,
+    prompts: bool,
+    modes: dict[str, str],
+) -> list[dict]:
     out = []
     if gate_features:
         from ..weights import load_weights
@@ -89,8 +104,14 @@ def _page_records(page: Page, weights: dict[str, object], budgets: tuple[int, ..
         for s in page.samples:
             if s.points and not prompts:
                 continue
-            rec = {"set": page.set, "image": page.image, "budget": budget, "text": s.text,
-                   "prompt": bool(s.points), "methods": {}}
+            rec: dict[str, Any] = {
+                "set": page.set,
+                "image": page.image,
+                "budget": budget,
+                "text": s.text,
+                "prompt": bool(s.points),
+                "methods": {},
+            }
             try:
                 for name, w in weights.items():
                     sel = select(tex, s.query, budget, mode=modes.get(name), weights=w, cut=False, floor=floor)
@@ -112,16 +133,26 @@ def hit_table(recs: list[dict]) -> dict:
         for key in (r["set"], "all"):
             for m, v in r["methods"].items():
                 acc[key][r["budget"]][m].append(v[0])
-    return {k: {b: {m: round(100.0 * float(np.mean(v)), 1) for m, v in ms.items()} | {"n": len(next(iter(ms.values())))}
-                for b, ms in sorted(bs.items())} for k, bs in acc.items()}
+    return {
+        k: {
+            b: {m: round(100.0 * float(np.mean(v)), 1) for m, v in ms.items()} | {"n": len(next(iter(ms.values())))}
+            for b, ms in sorted(bs.items())
+        }
+        for k, bs in acc.items()
+    }
 
 
 def format_table(table: dict, methods: list[str], title: str) -> str:
     """A markdown table: set, budget, n, then one column per method."""
-    lines = [f"**{title}**", "", "| set | budget | n | " + " | ".join(methods) + " |",
-             "|---|---:|---:|" + "---:|" * len(methods)]
+    lines = [
+        f"**{title}**",
+        "",
+        "| set | budget | n | " + " | ".join(methods) + " |",
+        "|---|---:|---:|" + "---:|" * len(methods),
+    ]
     for key in sorted(table, key=lambda k: (k == "all", k)):
         for b, row in table[key].items():
-            lines.append(f"| {key} | {b} | {row['n']} | " + " | ".join(f"{row.get(m, float('nan')):.1f}" for m in methods)
-                         + " |")
+            lines.append(
+                f"| {key} | {b} | {row['n']} | " + " | ".join(f"{row.get(m, float('nan')):.1f}" for m in methods) + " |"
+            )
     return "\n".join(lines)

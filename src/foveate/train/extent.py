@@ -58,14 +58,14 @@ def fit_extent(pages: list[Page], l2: float = L2) -> tuple[AnswerExtent | None, 
         return None, report
     model = AnswerExtent()
     mean, scale = rows.mean(0), rows.std(0) + 1e-6
-    model.mean.copy_(torch.from_numpy(mean))
-    model.scale.copy_(torch.from_numpy(scale))
+    model.get_buffer("mean").copy_(torch.from_numpy(mean))
+    model.get_buffer("scale").copy_(torch.from_numpy(scale))
     x, y = torch.from_numpy(rows), torch.from_numpy(labels)
     opt = torch.optim.LBFGS(model.linear.parameters(), max_iter=200, line_search_fn="strong_wolfe")
 
     def closure():
         opt.zero_grad()
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(model(x), y) + l2 * (model.linear.weight ** 2).sum()
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(model(x), y) + l2 * (model.linear.weight**2).sum()
         loss.backward()
         return loss
 

@@ -32,8 +32,9 @@ from ..selection.floor import FLOOR_FEATURES, floor_margin
 GATE_GRID = ((0.0, 0.25), (0.0, 0.5))
 
 
-def gate_data(recs: list[dict], method: str, legible: float = 0.0,
-              tie: float = 0.25) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def gate_data(
+    recs: list[dict], method: str, legible: float = 0.0, tie: float = 0.25
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(X (R, F), label (R,), weight (R,)) from records with ``features`` (see ``evaluate.records``)."""
     xs, ys, ws, sets = [], [], [], []
     for r in recs:
@@ -104,6 +105,7 @@ def choose_gate(recs: list[dict], method: str, folds: int = 4, seed: int = 0) ->
     """Fit the gate with the (legible, tie) of :data:`GATE_GRID` that does best in ``folds``-fold cross-validation
     over the images of ``recs`` (the training split): fewest held-out questions below the uniform layout (summed
     over set x budget), then the highest mean held-out hit.  Returns (weights fitted on all of ``recs``, report)."""
+
     def fold(r: dict) -> int:
         return int(hashlib.sha256(f"{seed}:{r['set']}:{r['image']}".encode()).hexdigest(), 16) % folds
 
@@ -124,6 +126,11 @@ def choose_gate(recs: list[dict], method: str, folds: int = 4, seed: int = 0) ->
     best = min(scores, key=lambda s: (s["below_uniform"], -s["mean_hit"]))
     x, y, w = gate_data(recs, method, best["legible"], best["tie"])
     weights = fit_gate(x, y, w)
-    report = {"folds": folds, "grid": scores, "chosen": {"legible": best["legible"], "tie": best["tie"]},
-              "train_pairs": int(len(x)), "train_accuracy": round(gate_accuracy(weights, x, y, w), 4)}
+    report = {
+        "folds": folds,
+        "grid": scores,
+        "chosen": {"legible": best["legible"], "tie": best["tie"]},
+        "train_pairs": int(len(x)),
+        "train_accuracy": round(gate_accuracy(weights, x, y, w), 4),
+    }
     return weights, report

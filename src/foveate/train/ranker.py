@@ -10,8 +10,8 @@ Adam, one question per step, the step size decayed along a cosine to 0 over ``ma
 one with the lowest loss on a held-out tenth of the training pages.  Deterministic for a seed.  Why the decay: at a
 constant step size the held-out loss swung by up to 0.1 from one epoch to the next, the epoch kept was a lucky swing,
 and stopping after two epochs without progress sometimes stopped at the second; five seeds put the answer line first
-for 82-85 % of the validation questions, against 85-89 % with the decay (docs/lab/journal.md, "The ranker's step size decayed, and three
-rankers averaged").
+for 82-85 % of the validation questions, against 85-89 % with the decay (docs/lab/journal.md, "The ranker's step
+size decayed, and three rankers averaged").
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ import torch
 from ..query.text.layout import text_index
 from ..query.text.ranker import AnswerRanker, RankerEnsemble
 from .data import Page
+
+#: what :func:`fit_rankers` returns: one ranker, or several averaged
+Ranker = AnswerRanker | RankerEnsemble
 
 
 @dataclass
@@ -71,7 +74,7 @@ def text_height_ratio(pages: list[Page]) -> tuple[float, int]:
     return (round(float(np.median(ratios)), 4), len(ratios)) if ratios else (TEXT_HEIGHT, 0)
 
 
-def build_groups(pages: list[Page], ranker: AnswerRanker) -> list[Group]:
+def build_groups(pages: list[Page], ranker: Ranker) -> list[Group]:
     """Feature rows of every text question asked of a page with OCR lines; ``positive`` has one more entry, the
     no-line option (true when no line holds the answer)."""
     groups = []
@@ -110,11 +113,17 @@ def held_out_pages(pages: list[Page], rng: random.Random) -> tuple[list[Page], l
 
 
 def _tensors(groups: list[Group]) -> dict:
-    return {id(g): (torch.from_numpy(g.rows), torch.from_numpy(g.query_embedding.astype(np.float32)),
-                    torch.from_numpy(g.positive)) for g in groups}
+    return {
+        id(g): (
+            torch.from_numpy(g.rows),
+            torch.from_numpy(g.query_embedding.astype(np.float32)),
+            torch.from_numpy(g.positive),
+        )
+        for g in groups
+    }
 
 
-def top_k_accuracy(ranker: AnswerRanker, groups: list[Group], k: int = 1) -> float:
+def top_k_accuracy(ranker: Ranker, groups: list[Group], k: int = 1) -> float:
     """Share of the questions answered on a line whose ``k`` most probable lines include an answer line."""
     groups = [g for g in groups if g.positive[:-1].any()]
     if not groups:
@@ -126,14 +135,26 @@ def top_k_accuracy(ranker: AnswerRanker, groups: list[Group], k: int = 1) -> flo
     return hits / len(groups)
 
 
-def fit_ranker(pages: list[Page], seed: int = 0, max_epochs: int = 12, lr: float = 3e-3, weight_decay: float = 1e-4,
-               hidden: int = 32, intent_dim: int = 8, columns: tuple[str, ...] | None = None,
-               log=print) -> tuple[AnswerRanker, dict]:
+def fit_ranker(
+    pages: list[Page],
+    seed: int = 0,
+    max_epochs: int = 12,
+    lr: float = 3e-3,
+    weight_decay: float = 1e-4,
+    hidden: int = 32,
+    intent_dim: int = 8,
+    columns: tuple[str, ...] | None = None,
+    log=print,
+) -> tuple[AnswerRanker, dict]:
     """Train a ranker on ``pages`` (the training split) for ``max_epochs`` epochs, the step size decaying from ``lr``
     to 0.  A tenth of the pages (by a seeded draw) is held out to choose the epoch; the returned ranker is the best
     epoch's; ``columns``: the feature columns it reads (default every one).  Returns (ranker, report)."""
     torch.manual_seed(seed)
-    ranker = AnswerRanker(**({} if columns is None else {"columns": columns}), hidden=hidden, intent_dim=intent_dim)
+    ranker = (
+        AnswerRanker(hidden=hidden, intent_dim=intent_dim)
+        if columns is None
+        else AnswerRanker(columns, hidden=hidden, intent_dim=intent_dim)
+    )
     rng = random.Random(seed)  # draws the held-out pages, then every epoch's order
     hold, fit = held_out_pages(pages, rng)
     train_groups, hold_groups = build_groups(fit, ranker), build_groups(hold, ranker)
@@ -165,20 +186,26 @@ def fit_ranker(pages: list[Page], seed: int = 0, max_epochs: int = 12, lr: float
             total += float(loss.detach())
         ranker.eval()
         held = mean_loss(ranker, hold_groups, tensors) if hold_groups else total
-        history.append({"epoch": epoch + 1, "train_loss": round(total / len(train_groups), 4),
-                        "held_out_loss": round(held, 4)})
+        history.append(
+            {"epoch": epoch + 1, "train_loss": round(total / len(train_groups), 4), "held_out_loss": round(held, 4)}
+        )
         log(f"  ranker epoch {epoch + 1}: train loss {total / len(train_groups):.3f}, held-out loss {held:.3f}")
         if held < best - 1e-4:
             best, best_epoch, best_state = held, epoch, {k: v.clone() for k, v in ranker.state_dict().items()}
     ranker.load_state_dict(best_state)
     ranker.eval()
-    report = {"epochs": best_epoch + 1, "questions": len(train_groups), "held_out_questions": len(hold_groups), "history": history,
-              "held_out_top1": round(top_k_accuracy(ranker, hold_groups, 1), 4),
-              "held_out_top3": round(top_k_accuracy(ranker, hold_groups, 3), 4)}
+    report = {
+        "epochs": best_epoch + 1,
+        "questions": len(train_groups),
+        "held_out_questions": len(hold_groups),
+        "history": history,
+        "held_out_top1": round(top_k_accuracy(ranker, hold_groups, 1), 4),
+        "held_out_top3": round(top_k_accuracy(ranker, hold_groups, 3), 4),
+    }
     return ranker, report
 
 
-def fit_rankers(pages: list[Page], seed: int = 0, members: int = 1, log=print, **kw) -> tuple[AnswerRanker, dict]:
+def fit_rankers(pages: list[Page], seed: int = 0, members: int = 1, log=print, **kw) -> tuple[Ranker, dict]:
     """``members`` rankers from seeds ``seed``, ``seed + 1``, ... (each its own held-out tenth and order), averaged
     (:class:`~foveate.query.text.ranker.RankerEnsemble`); one member is a plain ranker.  Returns (ranker, report):
     the first member's report, plus every member's seed, epochs and held-out accuracy."""
@@ -190,6 +217,13 @@ def fit_rankers(pages: list[Page], seed: int = 0, members: int = 1, log=print, *
     if len(fitted) == 1:
         return fitted[0]
     report = dict(fitted[0][1])
-    report["members"] = [{"seed": seed + i, "epochs": r["epochs"], "held_out_top1": r["held_out_top1"],
-                          "held_out_top3": r["held_out_top3"]} for i, (_, r) in enumerate(fitted)]
+    report["members"] = [
+        {
+            "seed": seed + i,
+            "epochs": r["epochs"],
+            "held_out_top1": r["held_out_top1"],
+            "held_out_top3": r["held_out_top3"],
+        }
+        for i, (_, r) in enumerate(fitted)
+    ]
     return RankerEnsemble([m for m, _ in fitted]).eval(), report

@@ -9,7 +9,7 @@
    OCR box height on the training questions' answer lines (the ``auto`` mode's legibility estimate,
    :func:`.ranker.text_height_ratio`).  Then the answer's extent: which neighbours of an answer line hold the rest
    of its answer (:mod:`.extent`), before the text term's painting constants are searched with it, on the
-   cross-fitted rankers' maps too (:func:`cross_fit_records`).
+   cross-fitted rankers' maps too (:mod:`.text_term`).
 4. **floor** -- the uniform-floor gate, on the training split's (question, budget) pairs (:mod:`.floor`).
 5. **report** -- validation hit at every budget for the hand-set weights, the learned ones and the uniform
    layout, from the same textures in the same run; the test split is evaluated once, at the end.
@@ -21,8 +21,8 @@ mode, ``auto``.
 need and level prior are kept; the print's height and the extent model are fitted again, and the text term's
 constants (the grid search closing step 3, on the kept ranker's own maps: the file has no cross-fitted rankers)
 and the floor gate are fitted again on the training split -- a new painting constant fitted without refitting a
-ranker whose answers depend on its seed (EVAL.md, "Validation and test").  The file must have been trained with the same sources and seed,
-so that its validation and test images are this run's too; the run checks the recorded ones.
+ranker whose answers depend on its seed (EVAL.md, "Validation and test").  The file must have been trained with the
+same sources and seed, so that its validation and test images are this run's too; the run checks the recorded ones.
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ import dataclasses
 import hashlib
 import json
 import math
-import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -50,17 +50,24 @@ from .data import Page, by_split, load_pages, resolve_sources
 from .evaluate import format_table, hit_table, ready_query_encoder, records
 from .extent import fit_extent
 from .floor import choose_gate
-from .ranker import build_groups, fit_rankers, text_height_ratio, top_k_accuracy
+from .ranker import Ranker, build_groups, fit_rankers, text_height_ratio, top_k_accuracy
+from .text_term import (
+    _cross_fit_halves,
+    _cross_fit_weights,
+    calibrate_text_term,
+)
 from .tiles import fit_poisson, scorer_fields, tile_rows
 
-OBJECTIVE = ("ranker: listwise cross-entropy over a page's OCR lines (uniform target over the answer lines), Adam "
-             "with the step size decayed along a cosine to 0 over the epochs, the best held-out epoch kept, the "
-             "probabilities of --rankers seeds averaged; scorer: Poisson regression of the oracle's per-tile split "
-             "priority (area of not-yet-legible answer boxes) on [mean | max] channels, query maps (cross-fitted "
-             "ranker) and a per-level prior; extent: logistic regression of 'this neighbour holds part of the same "
-             "answer box' on (answer line, layout neighbour) pairs; floor: weighted logistic regression of "
-             "'foveated beats uniform' on (question, budget) pairs, ties labelled uniform (the weights of ties and "
-             "of legible coverage by cross-validation over the training images)")
+OBJECTIVE = (
+    "ranker: listwise cross-entropy over a page's OCR lines (uniform target over the answer lines), Adam "
+    "with the step size decayed along a cosine to 0 over the epochs, the best held-out epoch kept, the "
+    "probabilities of --rankers seeds averaged; scorer: Poisson regression of the oracle's per-tile split "
+    "priority (area of not-yet-legible answer boxes) on [mean | max] channels, query maps (cross-fitted "
+    "ranker) and a per-level prior; extent: logistic regression of 'this neighbour holds part of the same "
+    "answer box' on (answer line, layout neighbour) pairs; floor: weighted logistic regression of "
+    "'foveated beats uniform' on (question, budget) pairs, ties labelled uniform (the weights of ties and "
+    "of legible coverage by cross-validation over the training images)"
+)
 
 
 @dataclass(frozen=True)
@@ -77,7 +84,8 @@ class TrainConfig:
         epochs: ranker epochs (the step size decays to 0 over them; the epoch kept is chosen on a tenth of the
             training pages).
         rankers: answer rankers fitted from consecutive seeds and averaged (one ranker's answers depend on its
-            seed: :class:`~foveate.query.text.ranker.RankerEnsemble`; docs/lab/journal.md, "A cold rerun of the recipe, and one seed or three").
+            seed: :class:`~foveate.query.text.ranker.RankerEnsemble`; docs/lab/journal.md, "A cold rerun of the
+            recipe, and one seed or three").
         prompts: share of questions also asked with a point prompt on the answer (trains the prompt term).
         evaluate_test: evaluate the test split at the end (once).
         start: a weights file (or ``"default"``) whose ranker and scorer are kept; only the text term's constants and
@@ -118,16 +126,7 @@ def _sets_digest(folders: list[Path]) -> dict[str, str]:
     return out
 
 
-def _cross_fit_halves(n: int, seed: int) -> list[list[int]]:
-    """The training pages' two halves (indices) for cross-fitting: each half's maps come from a ranker fitted on the
-    other half."""
-    rng = random.Random(seed + 1)
-    idx = list(range(n))
-    rng.shuffle(idx)
-    return [sorted(idx[: n // 2]), sorted(idx[n // 2:])]
-
-
-def _fit_rankers_cross_fitted(train_pages: list[Page], cfg: TrainConfig, log) -> tuple[object, dict, list[object]]:
+def _fit_rankers_cross_fitted(train_pages: list[Page], cfg: TrainConfig, log) -> tuple[Ranker, dict, list[Ranker]]:
     """The ranker on every training page, and the two cross-fitting rankers (each on one half), fitted side by side
     in ``cfg.workers`` processes: ``(ranker, report, [ranker for half 0's maps, ranker for half 1's maps])``."""
     halves = _cross_fit_halves(len(train_pages), cfg.seed)
@@ -141,132 +140,8 @@ def _fit_rankers_cross_fitted(train_pages: list[Page], cfg: TrainConfig, log) ->
     return ranker, report, [r for r, _ in cross]
 
 
-def _fit_rankers(pages: list[Page], seed: int, members: int, epochs: int, log) -> tuple[object, dict]:
+def _fit_rankers(pages: list[Page], seed: int, members: int, epochs: int, log) -> tuple[Ranker, dict]:
     return fit_rankers(pages, seed=seed, members=members, max_epochs=epochs, log=log or (lambda *_: None))
-
-
-def cross_fit_records(pages: list[Page], named: dict[str, Weights], budgets, train_pages: list[Page],
-                      cross: list[object] | None, seed: int, **kw) -> list[dict]:
-    """:func:`~.evaluate.records` of ``pages`` (training pages) for each of ``named``, every page's query maps
-    painted by the ranker fitted on the *other* half of the training pages (``cross``, as for the scorer's fit): a
-    ranker judging the questions it was fitted on is surer than it will be on any new page, and constants chosen on
-    its sure answers paint too sharply for pages of a kind it never saw.  ``cross`` ``None`` (``--from``, whose
-    file has no cross-fitted rankers): ``named`` as they are."""
-    if cross is None:
-        return records(pages, named, budgets, **kw)
-    out: list[dict] = []
-    for half, swapped in _cross_fitted(train_pages, cross, seed, named):
-        in_half = {id(train_pages[i]) for i in half}
-        part = [p for p in pages if id(p) in in_half]
-        if part:
-            out += records(part, swapped, budgets, **kw)
-    return out
-
-
-def _cross_fitted(train_pages: list[Page], cross: list[object], seed: int,
-                  named: dict[str, Weights]) -> list[tuple[list[int], dict[str, Weights]]]:
-    """Each half of the training pages (indices), with ``named`` whose ranker is the one fitted on the other half."""
-    return [(half, {n: w.replace(text_ranker=ranker) for n, w in named.items()})
-            for half, ranker in zip(_cross_fit_halves(len(train_pages), seed), cross)]
-
-
-def _cross_fit_weights(train_pages: list[Page], final: Weights, cross: list[object], seed: int) -> dict[int, Weights]:
-    """For each training page, weights whose ranker was fitted on the other half of the training pages."""
-    out: dict[int, Weights] = {}
-    for half, swapped in _cross_fitted(train_pages, cross, seed, {"final": final}):
-        for i in half:
-            out[i] = swapped["final"]
-    return out
-
-
-#: text-term weights and sharpnesses tried by :func:`calibrate_text_term`, then its fills at the best of them
-TEXT_WEIGHTS = (7.0, 14.0, 28.0, 40.0)
-TEXT_SHARPNESS = (1.5, 2.5, 4.0, 10.0)
-TEXT_FILLS = (0.1, 0.25, 0.5)
-
-
-def calibrate_text_term(weights: Weights, pages: list[Page], cfg: TrainConfig, log,
-                        cross: list[object] | None = None) -> tuple[Weights, dict]:
-    """The Poisson fit scores tiles by expected blurry answer area, which is not the hit it is judged by: its text
-    weight (how far the ranker's best line outranks the rest of the page) comes out low, and the sharpness of the
-    painted map (how improbable a line may be and still be painted above the background) and its fill (how far a
-    tile that a line only grazes falls below one that holds it) are not fitted at all.
-    Choose them by grid search on a sample of the training pages (the same number of pages from every set): first
-    weight x sharpness at the weights' fill, then the other fills (0 and :data:`TEXT_FILLS`) at the best pair, the
-    weights' own kept unless another gains (the fill orders tiles within a painted line, the pair weighs lines
-    against each other and the background: they hardly interact, and 3 more cells cost less than a full grid's 48).
-    The criterion is the mean over sets of the mean hit over the budgets, each question counted as the better of the
-    foveated selection (floor off) and the uniform layout -- the gate fitted next takes the uniform layout where it
-    wins, so the text term is judged on what it adds above it (judged alone, photos with stray text lines pick a
-    sharpness that costs real forms 2-4 points at 273-576 tokens).  Generated pages teach the ranker but do not vote
-    here when real sets are given: how sharply to paint is judged on real scans and photos.  With ``cross`` (the
-    cross-fitting rankers), a page is painted by the ranker that did not train on it (:func:`cross_fit_records`):
-    judged by the final ranker on its own training questions, a run without FUNSD (generator 3's forms) chose
-    sharpness 4 and read 80.5 % on FUNSD (a kind it never saw) at 273 tokens; cross-fitted, it chose 10 and read 86.1
-    (docs/lab/journal.md, "The text term's constants chosen on maps of a ranker that never saw the page")."""
-    sample = text_term_sample(pages, cfg.seed)
-
-    def search(named: dict[str, Weights]) -> tuple[str, dict[str, float]]:
-        tried = text_term_hit(sample, named, cfg.budgets, cfg.workers or 1, pages, cross, cfg.seed)
-        return max(named, key=lambda n: (tried[n], n)), tried
-
-    fill = weights.text.fill
-    named = dict(text_term_variant(weights, a, k) for a in TEXT_WEIGHTS for k in TEXT_SHARPNESS)
-    best, tried = search(named)
-    pair = named[best]
-    fills = dict(text_term_variant(pair, fill=f) for f in (0.0, *TEXT_FILLS) if f != fill)
-    if fills:
-        best_fill, tried_fill = search(fills)
-        if tried_fill[best_fill] > tried[best]:  # a fill that does not gain keeps the weights' own
-            best = best_fill
-        tried.update(tried_fill)
-    chosen = {**named, **fills}[best]
-    log(f"text term by mean training hit (sets x budgets{', cross-fitted' if cross else ''}): best {best} "
-        f"({tried[best]} %)")
-    return chosen, {"tried": tried, "chosen": best, "pages": len(sample), "cross_fitted": cross is not None}
-
-
-def text_term_variant(weights: Weights, text: float | None = None, sharpness: float | None = None,
-                      fill: float | None = None) -> tuple[str, Weights]:
-    """``weights`` with other text-term constants (``None``: theirs), and its name in the search's report."""
-    a = weights.query["text"] if text is None else text
-    k = weights.text.sharpness if sharpness is None else sharpness
-    f = weights.text.fill if fill is None else fill
-    return f"text={a:g},sharpness={k:g},fill={f:g}", weights.replace(
-        query={**weights.query, "text": a}, text_sharpness=k, text_fill=f)
-
-
-def text_term_sample(pages: list[Page], seed: int, per_set: int = 30) -> list[Page]:
-    """The pages :func:`calibrate_text_term` judges on: ``per_set`` of every real set (every set when only generated
-    ones are given), drawn with the seed."""
-    rng = random.Random(seed + 2)
-    sets: dict[str, list[Page]] = {}
-    for p in sorted(pages, key=lambda p: (p.set, p.image)):
-        sets.setdefault(p.set, []).append(p)
-    real = {k: v for k, v in sets.items() if not v[0].generated}
-    sample = []
-    for ps in (real or sets).values():
-        rng.shuffle(ps)
-        sample += ps[:per_set]
-    return sample
-
-
-def text_term_hit(sample: list[Page], named: dict[str, Weights], budgets, workers: int,
-                  train_pages: list[Page] | None = None, cross: list[object] | None = None,
-                  seed: int = 0) -> dict[str, float]:
-    """:func:`calibrate_text_term`'s criterion for each of ``named``: the mean over sets of the mean hit (%) over the
-    budgets, each question counted as the better of the foveated selection (floor off) and the uniform layout; with
-    ``cross``, each page of ``sample`` (drawn from ``train_pages``) painted by the ranker of the other half."""
-    recs = cross_fit_records(sample, named, budgets, train_pages or sample, cross, seed, floor="off", prompts=False,
-                             workers=workers)
-    for r in recs:  # judged above the floor: where the uniform layout wins, the gate (fitted next) takes it
-        u = r["methods"]["uniform"]
-        for n in named:
-            r["methods"][n] = max(r["methods"][n], u, key=lambda m: m[0])
-    table = hit_table(recs)
-    sets = [k for k in table if k != "all"]
-    return {n: round(float(np.mean([np.mean([row[n] for row in table[s].values()]) for s in sets])), 2)
-            for n in named}
 
 
 def drop_constant_channels(fields: dict, data) -> list[str]:
@@ -304,8 +179,9 @@ def keep_handset_prompt(learned: Weights, handset: Weights) -> float:
     return fitted
 
 
-def _fit_ranker_and_scorer(train_p: list[Page], cfg: TrainConfig, log, timings: dict[str, float]
-                           ) -> tuple[Weights, object, dict, dict, list[object]]:
+def _fit_ranker_and_scorer(
+    train_p: list[Page], cfg: TrainConfig, log, timings: dict[str, float]
+) -> tuple[Weights, Ranker, dict, dict, list[Ranker]]:
     """Steps 2-3: the answer ranker(s), then the scorer by Poisson regression on cross-fitted query maps.
     Returns ``(weights, ranker, ranker report, scorer report, the two cross-fitting rankers)``; the text term's grid
     search comes next."""
@@ -330,9 +206,18 @@ def _fit_ranker_and_scorer(train_p: list[Page], cfg: TrainConfig, log, timings: 
             fields["query_need"][name] = handset.query_need[name]
     learned = Weights(cfg.output.stem, **fields, text=TextTerm(ranker))
     timings["scorer"] = time.perf_counter() - t0
-    return learned, ranker, ranker_report, {
-        "poisson_rows": int(len(data.y)), "fitted_text_weight": round(learned.query.get("text", 0.0), 3),
-        "prompt_weight": PROMPT_RULE, "constant_channels": constant}, cross
+    return (
+        learned,
+        ranker,
+        ranker_report,
+        {
+            "poisson_rows": int(len(data.y)),
+            "fitted_text_weight": round(learned.query.get("text", 0.0), 3),
+            "prompt_weight": PROMPT_RULE,
+            "constant_channels": constant,
+        },
+        cross,
+    )
 
 
 def _start_from(cfg: TrainConfig, n_train: int, log) -> tuple[Weights, dict, dict]:
@@ -349,19 +234,25 @@ def _start_from(cfg: TrainConfig, n_train: int, log) -> tuple[Weights, dict, dic
     ours = {"sources": [source_name(x) for x in cfg.sources], "seed": cfg.seed}
     theirs = {"sources": meta.get("sources"), "seed": meta.get("seed")}
     if ours != theirs or meta.get("split", {}).get("images", {}).get("train") != n_train:
-        raise WeightsError(f"--from {cfg.start}: trained on {theirs} ({meta.get('split', {}).get('images')}), this "
-                           f"run is {ours} ({n_train} training images); its validation and test images would not be "
-                           "this run's")
+        raise WeightsError(
+            f"--from {cfg.start}: trained on {theirs} ({meta.get('split', {}).get('images')}), this "
+            f"run is {ours} ({n_train} training images); its validation and test images would not be "
+            "this run's"
+        )
     log(f"from {cfg.start}: keeping its ranker, channel weights and level prior; refitting the text term and the gate")
     learned = start.replace(name=cfg.output.stem, floor=None, meta={})
     scorer = dict(meta.get("scorer") or {})
-    scorer["refit_from"] = {"weights": Path(str(cfg.start)).name, "created": meta.get("created"),
-                            "validation_hit": meta.get("validation_hit")}
+    scorer["refit_from"] = {
+        "weights": Path(str(cfg.start)).name,
+        "created": meta.get("created"),
+        "validation_hit": meta.get("validation_hit"),
+    }
     return learned, dict(meta.get("ranker") or {}), scorer
 
 
-def train(cfg: TrainConfig, log: Callable[[str], None] = print,
-          progress: Callable[[str, int, int], None] | None = None) -> TrainResult:
+def train(
+    cfg: TrainConfig, log: Callable[[str], None] = print, progress: Callable[[str, int, int], None] | None = None
+) -> TrainResult:
     """Run the whole pipeline (see the module docstring) and write ``cfg.output``."""
     torch.manual_seed(cfg.seed)
     threads = torch.get_num_threads()
@@ -376,27 +267,31 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
     from .. import __version__
 
     start = time.perf_counter()
-    if cfg.workers is None:
-        cfg = dataclasses.replace(cfg, workers=train_workers())
+    workers = train_workers() if cfg.workers is None else cfg.workers
+    cfg = dataclasses.replace(cfg, workers=workers)
     timings: dict[str, float] = {}
     cfg.cache.mkdir(parents=True, exist_ok=True)
     folders = resolve_sources(list(cfg.sources), cfg.cache, cfg.seed)
     pages, counts = load_pages(folders, cfg.cache, EncodeConfig(preset=cfg.preset), cfg.seed, progress, cfg.prompts)
     timings["data"] = time.perf_counter() - start
     train_p, val_p, test_p = by_split(pages, "train"), by_split(pages, "val"), by_split(pages, "test")
-    log(f"{len(pages)} images ({len(train_p)} train / {len(val_p)} validation / {len(test_p)} test), "
+    log(
+        f"{len(pages)} images ({len(train_p)} train / {len(val_p)} validation / {len(test_p)} test), "
         f"{int(counts.get('questions', 0))} questions; {int(counts.get('cached', 0))} textures from the cache, "
-        f"{counts.get('encode_s', 0.0):.0f} s encoding")
+        f"{counts.get('encode_s', 0.0):.0f} s encoding"
+    )
     if not train_p or not val_p:
         from ..core.errors import DatasetError
 
         raise DatasetError("the split left no training or no validation image: give more images")
 
     handset = Weights.handset()
+    cross: list[Ranker] | None
     if cfg.start is None:
         learned, ranker, ranker_report, scorer_report, cross = _fit_ranker_and_scorer(train_p, cfg, log, timings)
     else:
         learned, ranker_report, scorer_report = _start_from(cfg, len(train_p), log)
+        assert learned.text.ranker is not None  # _start_from refuses weights without a ranker
         ranker, cross = learned.text.ranker, None
     t0 = time.perf_counter()
     height, n_lines = text_height_ratio(train_p)
@@ -407,9 +302,11 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
     t0 = time.perf_counter()
     extent, extent_report = fit_extent(train_p)
     learned = learned.replace(text_extent=extent)
-    log(f"extent: {extent_report['pairs']} (line, neighbour) pairs, {extent_report['positive']:.1%} of the same "
+    log(
+        f"extent: {extent_report['pairs']} (line, neighbour) pairs, {extent_report['positive']:.1%} of the same "
         f"answer; log-loss {extent_report.get('log_loss', float('nan')):.3f} (constant rate "
-        f"{extent_report.get('log_loss_constant', float('nan')):.3f})")
+        f"{extent_report.get('log_loss_constant', float('nan')):.3f})"
+    )
     timings["extent"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     learned, scorer_report["text_term_search"] = calibrate_text_term(learned, train_p, cfg, log, cross)
@@ -417,12 +314,13 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
 
     t0 = time.perf_counter()
     log("floor: the uniform-floor gate on the training split's (question, budget) pairs")
-    recs = records(train_p, {"learned": learned}, cfg.budgets, floor="off", gate_features=True,
-                   workers=cfg.workers)
+    recs = records(train_p, {"learned": learned}, cfg.budgets, floor="off", gate_features=True, workers=workers)
     gate, gate_report = choose_gate(recs, "learned", seed=cfg.seed)
     learned = learned.replace(floor=FloorGate(gate))
-    log(f"floor: legible {gate_report['chosen']['legible']}, tie {gate_report['chosen']['tie']} by "
-        f"{gate_report['folds']}-fold cross-validation on the training images")
+    log(
+        f"floor: legible {gate_report['chosen']['legible']}, tie {gate_report['chosen']['tie']} by "
+        f"{gate_report['folds']}-fold cross-validation on the training images"
+    )
     timings["floor"] = time.perf_counter() - t0
     if cfg.start is None:
         scorer_report["fitted_prompt_weight"] = round(keep_handset_prompt(learned, handset), 3)
@@ -430,36 +328,51 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
     t0 = time.perf_counter()
     log("validation: hand-set vs learned vs uniform, same textures")
     compare = {"handset": handset, "learned": learned}
-    val_recs = records(val_p, compare, cfg.budgets, prompts=False, workers=cfg.workers)
+    val_recs = records(val_p, compare, cfg.budgets, prompts=False, workers=workers)
     val_table = hit_table(val_recs)
     val_groups = build_groups(val_p, ranker)
-    report = {
+    report: dict[str, Any] = {
         "datasets": {name: {"queries_sha256": d} for name, d in _sets_digest(folders).items()},
         "counts": {k: (round(v, 1) if isinstance(v, float) else v) for k, v in counts.items()},
-        "split": {"rule": "sha256(seed:set:image) -> train < %.1f <= val < %.1f <= test" % (
-            SPLIT_SHARES[0], SPLIT_SHARES[0] + SPLIT_SHARES[1]), "seed": cfg.seed,
-            "images": {"train": len(train_p), "val": len(val_p), "test": len(test_p)}},
-        "objective": OBJECTIVE, "ranker": ranker_report, "extent": extent_report,
+        "split": {
+            "rule": f"sha256(seed:set:image) -> train < {SPLIT_SHARES[0]:.1f} <= val < "
+            f"{SPLIT_SHARES[0] + SPLIT_SHARES[1]:.1f} <= test",
+            "seed": cfg.seed,
+            "images": {"train": len(train_p), "val": len(val_p), "test": len(test_p)},
+        },
+        "objective": OBJECTIVE,
+        "ranker": ranker_report,
+        "extent": extent_report,
         "scorer": scorer_report,
-        "ranker_validation": {"top1": round(top_k_accuracy(ranker, val_groups, 1), 4),
-                              "top3": round(top_k_accuracy(ranker, val_groups, 3), 4), "questions": len(val_groups)},
+        "ranker_validation": {
+            "top1": round(top_k_accuracy(ranker, val_groups, 1), 4),
+            "top3": round(top_k_accuracy(ranker, val_groups, 3), 4),
+            "questions": len(val_groups),
+        },
         "floor": gate_report,
-        "budgets": list(cfg.budgets), "validation_hit": val_table,
+        "budgets": list(cfg.budgets),
+        "validation_hit": val_table,
     }
     timings["validation"] = time.perf_counter() - t0
     md = [format_table(val_table, ["handset", "learned", "uniform"], "Validation hit % (mode auto)")]
     if cfg.evaluate_test and test_p:
         t0 = time.perf_counter()
         log("test: evaluated once, at the end")
-        test_table = hit_table(records(test_p, compare, cfg.budgets, prompts=False, workers=cfg.workers))
+        test_table = hit_table(records(test_p, compare, cfg.budgets, prompts=False, workers=workers))
         report["test_hit"] = test_table
         md.append(format_table(test_table, ["handset", "learned", "uniform"], "Test hit % (mode auto)"))
         timings["test"] = time.perf_counter() - t0
     timings["total"] = time.perf_counter() - start
     report["timings_s"] = {k: round(v, 1) for k, v in timings.items()}
-    learned.meta = {"created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "foveate_version": __version__,
-                    "seed": cfg.seed, "preset": cfg.preset, "sources": [source_name(x) for x in cfg.sources],
-                    "datasets": list(report["datasets"]), **report}
+    learned.meta = {
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "foveate_version": __version__,
+        "seed": cfg.seed,
+        "preset": cfg.preset,
+        "sources": [source_name(x) for x in cfg.sources],
+        "datasets": list(report["datasets"]),
+        **report,
+    }
     path = learned.save(cfg.output)
     return TrainResult(learned, report, "\n\n".join(md), path, timings)
 

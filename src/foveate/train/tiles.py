@@ -54,8 +54,9 @@ def blurry_share(texture, boxes: np.ndarray, heights: np.ndarray | None, min_px:
     return np.concatenate(out)
 
 
-def tile_rows(pages: list[Page], weights: dict[int, Weights], terms: list[str], seed: int = 0,
-              negatives: int = 64) -> TileData:
+def tile_rows(
+    pages: list[Page], weights: dict[int, Weights], terms: list[str], seed: int = 0, negatives: int = 64
+) -> TileData:
     """The regression rows of every question of ``pages``.  ``weights[i]`` are the weights whose query terms (their
     answer ranker) paint page i's query maps -- for honest maps, ones whose ranker did not train on that page."""
     rng = np.random.default_rng(seed)
@@ -63,8 +64,8 @@ def tile_rows(pages: list[Page], weights: dict[int, Weights], terms: list[str], 
     channels = None
     for i, page in enumerate(pages):
         tex = page.texture
-        feats, offsets = tex.flat_features()
-        feats = feats.float().numpy()
+        flat_features, offsets = tex.flat_features()
+        feats = flat_features.float().numpy()
         channels = channels or list(tex.channels)
         if list(tex.channels) != channels:
             raise ValueError("training textures must share one channel layout (one preset)")
@@ -73,8 +74,9 @@ def tile_rows(pages: list[Page], weights: dict[int, Weights], terms: list[str], 
             qm = query_maps(tex, Query.coerce(s.query), weights[i])
             q = np.zeros((len(feats), len(terms)), np.float32)
             flat = qm.flat(tex, torch.device("cpu"))
-            for j, name in enumerate(qm.names):
-                q[:, terms.index(name)] = flat[:, j].numpy()
+            if flat is not None:  # None: no map (and no name)
+                for j, name in enumerate(qm.names):
+                    q[:, terms.index(name)] = flat[:, j].numpy()
             y = blurry_share(tex, s.boxes, s.heights)
             pos = np.nonzero(y > 0)[0]
             neg = np.nonzero(y == 0)[0]
@@ -87,10 +89,18 @@ def tile_rows(pages: list[Page], weights: dict[int, Weights], terms: list[str], 
             ys.append(y[idx])
             ws.append(w / max(w.sum(), 1.0) * 100.0)  # every question weighs the same
     c = channels or []
-    cols = [f"mean:{n}" for n in c] + [f"max:{n}" for n in c] + [f"query:{t}" for t in terms] + \
-           [f"level:{lvl}" for lvl in range(10)]
-    return TileData(np.concatenate(xs).astype(np.float32), np.concatenate(ys).astype(np.float32),
-                    np.concatenate(ws).astype(np.float32), cols)
+    cols = (
+        [f"mean:{n}" for n in c]
+        + [f"max:{n}" for n in c]
+        + [f"query:{t}" for t in terms]
+        + [f"level:{lvl}" for lvl in range(10)]
+    )
+    return TileData(
+        np.concatenate(xs).astype(np.float32),
+        np.concatenate(ys).astype(np.float32),
+        np.concatenate(ws).astype(np.float32),
+        cols,
+    )
 
 
 def fit_poisson(data: TileData, l2: float = 1e-4, rounds: int = 3) -> np.ndarray:
@@ -103,8 +113,9 @@ def fit_poisson(data: TileData, l2: float = 1e-4, rounds: int = 3) -> np.ndarray
     xs = (x - mu) / sd
     theta = torch.zeros(x.shape[1], requires_grad=True)
     reg = (~level).float()
-    opt = torch.optim.LBFGS([theta], lr=1.0, max_iter=500, line_search_fn="strong_wolfe", tolerance_grad=1e-9,
-                            tolerance_change=1e-12)
+    opt = torch.optim.LBFGS(
+        [theta], lr=1.0, max_iter=500, line_search_fn="strong_wolfe", tolerance_grad=1e-9, tolerance_change=1e-12
+    )
     total = float(w.sum())
 
     def closure():
@@ -128,5 +139,12 @@ def scorer_fields(theta: np.ndarray, columns: list[str]) -> dict:
     channel = {n: (val[f"mean:{n}"], val[f"max:{n}"]) for n in channels}
     query = {c.split(":", 1)[1]: v for c, v in val.items() if c.startswith("query:")}
     prior = tuple(val[f"level:{lvl}"] + lvl * math.log(2.0) for lvl in range(10))
-    return {"channel": channel, "need": {n: (0.0, 0.0) for n in channels}, "query": query,
-            "query_need": {t: 0.0 for t in QUERY_TERMS}, "bias": 0.0, "need_floor": 1.0, "level_prior": prior}
+    return {
+        "channel": channel,
+        "need": {n: (0.0, 0.0) for n in channels},
+        "query": query,
+        "query_need": {t: 0.0 for t in QUERY_TERMS},
+        "bias": 0.0,
+        "need_floor": 1.0,
+        "level_prior": prior,
+    }

@@ -17,8 +17,8 @@ A scene cut (the 64 px grey thumbnail changes by more than ``scene_cut`` grey le
 another size (or a :class:`VideoError` with ``on_size_change="error"``) starts a new scene: encoded from scratch,
 memory cleared.  **Temporal channels** (group ``temporal``, channels 15-17 of the full layout): the memory -- a FIFO
 of the last ``memory`` frames plus the last ``keyframes`` keyframes -- is moved into the new frame by optical flow
-(OpenCV DIS, ultrafast preset with finest scale 1 and patch stride 6, on a grey copy shrunk by an integer factor to at least
-``flow_size`` px on the long side -- the maps live on the tile grid; tile maps are splatted forward, so uncovered
+(OpenCV DIS, ultrafast preset with finest scale 1 and patch stride 6, on a grey copy shrunk by an integer factor to at
+least ``flow_size`` px on the long side -- the maps live on the tile grid; tile maps are splatted forward, so uncovered
 background gets no past), then
 ``prev_relevance`` = max over remembered frames of their relevance (normalised to [0, 1], times
 ``decay ** (age - 1)``), ``prev_saliency`` = the previous frame's saliency, ``fixations`` = the decayed sum of
@@ -35,18 +35,54 @@ and ``run`` (``run_video``: what ``foveate video`` does).
 
 from .._lazy import lazy_exports
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    **{n: ".config" for n in (
-        "DISTANCE_MARGIN", "EDGES_MARGIN", "EXACT_THRESHOLD", "FREQUENCY_MARGIN", "MOTION_THRESHOLD",
-        "UPDATE_RULES", "UpdateRule", "VideoConfig", "gaussian_radius", "register_update_rule",
-        "update_rule")},
-    **{n: ".frames" for n in ("IMAGE_SUFFIXES", "Frame", "FrameReader", "FrameSkippedWarning", "read_frames")},
-    "register": ".motion",
-    "VideoPredictor": ".predictor",
-    **{n: ".run" for n in ("VideoSummary", "run_video")},
-    **{n: ".state" for n in ("NEW_SCENE_REASONS", "FrameStats", "VideoResult", "VideoState")},
-    **{n: ".tiles" for n in (
-        "CROP_CALL_TILES", "MIP_CALL_COST", "cell_size", "cells_to_tiles", "cover_tiles", "crop_box",
-        "dilate_tiles", "fixation_map", "flow_shift", "grey_cells", "move_tiles", "plan_crops", "regrid",
-        "splat_matrix", "then", "tile_change", "tile_flow", "token_overlap", "update_mips", "warp_tile_maps")},
-})
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        **{
+            n: ".config"
+            for n in (
+                "DISTANCE_MARGIN",
+                "EDGES_MARGIN",
+                "EXACT_THRESHOLD",
+                "FREQUENCY_MARGIN",
+                "MOTION_THRESHOLD",
+                "UPDATE_RULES",
+                "UpdateRule",
+                "VideoConfig",
+                "gaussian_radius",
+                "register_update_rule",
+                "update_rule",
+            )
+        },
+        **{n: ".frames" for n in ("IMAGE_SUFFIXES", "Frame", "FrameReader", "FrameSkippedWarning", "read_frames")},
+        "register": ".motion",
+        "VideoPredictor": ".predictor",
+        **{n: ".run" for n in ("VideoSummary", "run_video")},
+        **{n: ".state" for n in ("NEW_SCENE_REASONS", "FrameStats", "VideoResult", "VideoState")},
+        **{
+            n: ".tiles"
+            for n in (
+                "CROP_CALL_TILES",
+                "MIP_CALL_COST",
+                "cell_size",
+                "cells_to_tiles",
+                "cover_tiles",
+                "crop_box",
+                "dilate_tiles",
+                "fixation_map",
+                "flow_shift",
+                "grey_cells",
+                "move_tiles",
+                "plan_crops",
+                "regrid",
+                "splat_matrix",
+                "then",
+                "tile_change",
+                "tile_flow",
+                "token_overlap",
+                "update_mips",
+                "warp_tile_maps",
+            )
+        },
+    },
+)

@@ -197,23 +197,33 @@ class VideoConfig:
     def __post_init__(self) -> None:
         checks = [
             (isinstance(self.memory, int) and 1 <= self.memory <= 1000, "memory must be an integer in [1, 1000]"),
-            (isinstance(self.keyframes, int) and 0 <= self.keyframes <= 1000,
-             "keyframes must be an integer in [0, 1000]"),
-            (isinstance(self.keyframe_interval, int) and self.keyframe_interval >= 1,
-             "keyframe_interval must be a positive integer"),
-            (self.change_threshold is None or self.change_threshold >= 0,
-             "change_threshold must be >= 0 (grey levels), or None (the update's default)"),
+            (
+                isinstance(self.keyframes, int) and 0 <= self.keyframes <= 1000,
+                "keyframes must be an integer in [0, 1000]",
+            ),
+            (
+                isinstance(self.keyframe_interval, int) and self.keyframe_interval >= 1,
+                "keyframe_interval must be a positive integer",
+            ),
+            (
+                self.change_threshold is None or self.change_threshold >= 0,
+                "change_threshold must be >= 0 (grey levels), or None (the update's default)",
+            ),
             (self.scene_cut is None or self.scene_cut > 0, "scene_cut must be > 0 grey levels, or None (off)"),
             (self.on_size_change in ("keyframe", "error"), "on_size_change must be 'keyframe' or 'error'"),
-            (self.flow_size is None or (isinstance(self.flow_size, int) and self.flow_size >= 16),
-             "flow_size must be an integer >= 16, or None (no optical flow)"),
+            (
+                self.flow_size is None or (isinstance(self.flow_size, int) and self.flow_size >= 16),
+                "flow_size must be an integer >= 16, or None (no optical flow)",
+            ),
             (0.0 <= self.decay <= 1.0, "decay must be in [0, 1]"),
             (self.stability >= 0, "stability must be >= 0"),
             (isinstance(self.max_streams, int) and self.max_streams >= 1, "max_streams must be >= 1"),
             (0.0 < self.full_frame_share <= 1.0, "full_frame_share must be in (0, 1]"),
             (self.update in ("auto", "exact", "motion"), "update must be 'auto', 'exact' or 'motion'"),
-            (self.update != "motion" or self.flow_size is not None,
-             "update='motion' needs optical flow: set flow_size (or use update='exact')"),
+            (
+                self.update != "motion" or self.flow_size is not None,
+                "update='motion' needs optical flow: set flow_size (or use update='exact')",
+            ),
             (0.0 <= self.reencode_budget <= 1.0, "reencode_budget must be in [0, 1]"),
         ]
         for ok, message in checks:

@@ -23,21 +23,25 @@ from typing import TYPE_CHECKING
 import cv2
 import numpy as np
 
-from ..core import ops
 from ..channels.base import EncodeContext
 from ..channels.registry import run_groups
-from .state import _torch_tensors
+from ..core import ops
+from .state import _required, _torch_tensors
 from .tiles import _indices, _split_channels, dilate_tiles, plan_crops, update_mips
 
 if TYPE_CHECKING:
     from .state import VideoState
 
 
-def plan_updates(state: VideoState, changed: np.ndarray) -> list[tuple[tuple[str, ...], list, list]] | None:
+#: per local group bucket: its groups, their channel slices and the crops (``plan_crops``) that recompute them
+Plans = list[tuple[tuple[str, ...], list[tuple[int, int]], list[tuple[tuple[int, int, int, int], np.ndarray | None]]]]
+
+
+def plan_updates(state: VideoState, changed: np.ndarray) -> Plans | None:
     """Crops per local group bucket: ``[(groups, slices, plan_crops(...)), ...]``, or ``None`` when a bucket
     would recompute the whole frame (then encoding the frame from scratch costs no more)."""
-    layout, cfg = state._layout, state.config
-    plans = []
+    layout, cfg = state.layout, state.config
+    plans: Plans = []
     for k, names, reads_prev in layout.local:
         todo = changed | state._changed if reads_prev else changed
         if not todo.any():
@@ -49,15 +53,22 @@ def plan_updates(state: VideoState, changed: np.ndarray) -> list[tuple[tuple[str
     return plans
 
 
-def encode_changed(state: VideoState, rgb: np.ndarray, changed: np.ndarray, plans: list,
-                   prev_gray: np.ndarray, temporal: np.ndarray, timings: dict[str, float]) -> tuple[float, int]:
+def encode_changed(
+    state: VideoState,
+    rgb: np.ndarray,
+    changed: np.ndarray,
+    plans: Plans,
+    prev_gray: np.ndarray,
+    temporal: np.ndarray,
+    timings: dict[str, float],
+) -> tuple[float, int]:
     """Re-encode the changed tiles along ``plans`` (see the module docstring and the groups' update rules)."""
     t = time.perf_counter()
-    ecfg, layout = state.encode_config, state._layout
+    ecfg, layout = state.encode_config, state.layout
     p = ecfg.patch_size
     h, w = rgb.shape[:2]
     gh, gw = layout.grid
-    ref = state._ref
+    ref = _required(state._ref)
     if changed.any():
         pix = cv2.resize(changed.astype(np.uint8), (gw * p, gh * p), interpolation=cv2.INTER_NEAREST)[:h, :w]
         cv2.copyTo(rgb, pix, ref)
@@ -69,6 +80,7 @@ def encode_changed(state: VideoState, rgb: np.ndarray, changed: np.ndarray, plan
     for names, slices, plan in plans:
         done = np.zeros((gh, gw), bool)
         for (r0, c0, r1, c1), write in plan:
+            assert write is not None  # plan_updates returns None for a whole-frame plan, the one without masks
             y0, x0, y1, x1 = r0 * p, c0 * p, min(r1 * p, h), min(c1 * p, w)
             ctx = EncodeContext(ref[y0:y1, x0:x1], ecfg, frame={"previous_gray": prev_gray[y0:y1, x0:x1]})
             out, _, _, _ = run_groups(ctx, names)
@@ -85,7 +97,8 @@ def encode_changed(state: VideoState, rgb: np.ndarray, changed: np.ndarray, plan
     everywhere = [layout.temporal]  # channels that changed on the whole grid
     if changed.any() and layout.global_groups:
         ctx = EncodeContext(ref, ecfg, frame={"previous_gray": prev_gray})
-        ctx.gray = state._ref_gray  # made just above, from ``ref`` (a cached_property: the attribute is its cache)
+        # made just above, from ``ref`` (a cached_property: the attribute is its cache)
+        ctx.gray = _required(state._ref_gray)
         out, _, _, _ = run_groups(ctx, layout.global_groups)
         slices = [layout.groups[n] for n in layout.global_groups]
         for (a, b), src in _split_channels(out, slices):

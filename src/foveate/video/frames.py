@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import cv2
 import numpy as np
 
 from ..core.errors import ImageError, VideoError
 from ..core.io import DEFAULT_MAX_PIXELS, load_image
-
 
 IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".bmp", ".tif", ".tiff"}
 
@@ -33,7 +32,7 @@ class Frame:
     image: np.ndarray
 
 
-def _natural_key(name: str) -> list:
+def _natural_key(name: str) -> list[int | str]:
     return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", name)]
 
 
@@ -55,28 +54,34 @@ class FrameReader:
         self.max_pixels = max_pixels
         self.fps: float | None = None
         self.skipped: list[str] = []  # frames that could not be decoded (each also warned about)
-        self._cap = None
+        self._cap: cv2.VideoCapture | None = None
+        self._first: np.ndarray | None = None  # the video's first frame (BGR), read to check the file
         path = self.path
         if not path.exists():
             raise VideoError(f"{path}: no such file or folder")
         if path.is_dir():
             self.kind = "folder"
-            self._files = sorted((f for f in path.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES),
-                                 key=lambda f: _natural_key(f.name))
+            self._files = sorted(
+                (f for f in path.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES),
+                key=lambda f: _natural_key(f.name),
+            )
             if not self._files:
                 raise VideoError(f"{path}: the folder has no image frames ({', '.join(sorted(IMAGE_SUFFIXES))})")
             self.count = len(self._files)
             return
         self.kind = "video"
         if path.suffix.lower() in IMAGE_SUFFIXES:
-            raise VideoError(f"{path}: a single image, not a video; use `foveate select` for an image, or pass a "
-                             "folder of frames")
+            raise VideoError(
+                f"{path}: a single image, not a video; use `foveate select` for an image, or pass a folder of frames"
+            )
         if path.stat().st_size == 0:
             raise VideoError(f"{path}: the file is empty (0 bytes)")
         cap = cv2.VideoCapture(str(path))
         if not cap.isOpened():
-            raise VideoError(f"{path}: not a readable video (OpenCV/FFmpeg cannot open it); pass a video file "
-                             "(mp4, webm, ...) or a folder of frames")
+            raise VideoError(
+                f"{path}: not a readable video (OpenCV/FFmpeg cannot open it); pass a video file "
+                "(mp4, webm, ...) or a folder of frames"
+            )
         ok, first = cap.read()
         if not ok or first is None:
             cap.release()
@@ -84,8 +89,10 @@ class FrameReader:
         h, w = first.shape[:2]
         if h * w > max_pixels:
             cap.release()
-            raise VideoError(f"{path}: frames of {w}x{h} = {w * h:,} pixels exceed the limit of {max_pixels:,}; "
-                             "raise max_pixels (--max-pixels) if you trust the file")
+            raise VideoError(
+                f"{path}: frames of {w}x{h} = {w * h:,} pixels exceed the limit of {max_pixels:,}; "
+                "raise max_pixels (--max-pixels) if you trust the file"
+            )
         self._cap, self._first = cap, first
         self.count = max(int(cap.get(cv2.CAP_PROP_FRAME_COUNT) or 0), 0)
         fps = float(cap.get(cv2.CAP_PROP_FPS) or 0.0)
@@ -102,12 +109,13 @@ class FrameReader:
                 yield Frame(i, f.name, image)
             return
         cap, first = self._cap, self._first
-        if cap is None:
+        if cap is None or first is None:  # both set by __init__, both cleared here and by close()
             raise VideoError(f"{self.path}: the reader was closed or already consumed; open a new FrameReader")
         self._cap = self._first = None
         try:
             yield Frame(0, "frame 0", cv2.cvtColor(first, cv2.COLOR_BGR2RGB))
-            i, missed = 1, []
+            i = 1
+            missed: list[int] = []
             while True:
                 ok, bgr = cap.read()
                 if not ok or bgr is None:
@@ -116,8 +124,12 @@ class FrameReader:
                         i += 1
                         continue
                     if missed:
-                        warnings.warn(f"{self.path.name}: the video ended at frame {missed[0]} of the {self.count} its "
-                                      "header announces (truncated?)", FrameSkippedWarning, stacklevel=2)
+                        warnings.warn(
+                            f"{self.path.name}: the video ended at frame {missed[0]} of the {self.count} its "
+                            "header announces (truncated?)",
+                            FrameSkippedWarning,
+                            stacklevel=2,
+                        )
                     break
                 for j in missed:
                     self._skip(f"frame {j}", f"{self.path.name}: frame {j} could not be decoded; frame skipped")

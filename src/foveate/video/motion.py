@@ -31,16 +31,18 @@ from __future__ import annotations
 
 import math
 import time
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
 
 import cv2
 import numpy as np
 import torch
 
-from ..core import ops
-from ..channels.base import EncodeContext
+from ..channels.base import ChannelGroup, EncodeContext
 from ..channels.registry import get_group, run_groups
-from .state import _torch_tensors
+from ..core import ops
+from ..core.types import F32
+from .state import _required, _torch_tensors
 from .tiles import _split_channels, cells_to_tiles, cover_tiles, crop_box, grey_cells, move_tiles, regrid, then
 
 if TYPE_CHECKING:
@@ -51,8 +53,9 @@ if TYPE_CHECKING:
 _REGISTER_OFFSETS = np.array([[0, 0], [1, 0], [-1, 0], [0, 1], [0, -1]], np.float32)
 
 
-def register(head: np.ndarray, grey: np.ndarray, to_canvas: np.ndarray, iterations: int = 1, step: int = 3
-             ) -> np.ndarray:
+def register(
+    head: np.ndarray, grey: np.ndarray, to_canvas: np.ndarray, iterations: int = 1, step: int = 3
+) -> np.ndarray:
     """Refine where a frame lies on the canvas: Gauss-Newton steps of a similarity transform (rotation, scale and
     shift about the frame's centre) that bring the canvas's grey levels onto the frame's, on every ``step``-th cell
     each way; cells the camera does not explain (moving objects: |residual| beyond 4.685 robust standard deviations, at
@@ -75,8 +78,13 @@ def register(head: np.ndarray, grey: np.ndarray, to_canvas: np.ndarray, iteratio
     g = grey[::step, ::step]
     for _ in range(iterations):
         a = to_canvas.astype(np.float32)
-        s = cv2.remap(head, a[0, 0] * px + a[0, 1] * py + a[0, 2], a[1, 0] * px + a[1, 1] * py + a[1, 2],
-                      cv2.INTER_LINEAR, borderMode=cv2.BORDER_CONSTANT).reshape(5, ny, nx, 2)
+        s = cv2.remap(
+            head,
+            a[0, 0] * px + a[0, 1] * py + a[0, 2],
+            a[1, 0] * px + a[1, 1] * py + a[1, 2],
+            cv2.INTER_LINEAR,
+            borderMode=cv2.BORDER_CONSTANT,
+        ).reshape(5, ny, nx, 2)
         ok = (s[..., 0] > 0.999).all(axis=0)  # the cell and its four neighbours on the valid canvas
         if ok.sum() < 64:
             break
@@ -92,15 +100,16 @@ def register(head: np.ndarray, grey: np.ndarray, to_canvas: np.ndarray, iteratio
             tx, ty, da, db = np.linalg.solve(jw @ jac.T + 1e-6 * np.eye(4), jw @ r)
         except np.linalg.LinAlgError:
             break
-        to_canvas = then(np.array([[1 + da, -db, tx - da * cx + db * cy], [db, 1 + da, ty - db * cx - da * cy]]),
-                         to_canvas)
+        to_canvas = then(
+            np.array([[1 + da, -db, tx - da * cx + db * cy], [db, 1 + da, ty - db * cx - da * cy]]), to_canvas
+        )
     return to_canvas
 
 
 def rebase(state: VideoState, gray: np.ndarray, cells: dict[str, np.ndarray], x0: np.ndarray) -> None:
     """Motion compensation starts again from a keyframe: its cells fill the canvas (margin empty), the camera is
     the identity, its tile maps and label tensors become the anchor of the groups moved whole."""
-    layout = state._layout
+    layout = state.layout
     m = layout.canvas_margin
     ch, cw = layout.cell_coverage.shape
     layout.raw, start = {}, 0
@@ -114,33 +123,47 @@ def rebase(state: VideoState, gray: np.ndarray, cells: dict[str, np.ndarray], x0
     for g, (a, b) in layout.raw.items():
         raw[m : m + ch, m : m + cw, a:b] = cells[g]
     state._canvas, state._camera = (head, raw), np.eye(2, 3)
-    state._anchor = {"warp": x0[..., layout.moving_warp].copy(), "nearest": x0[..., layout.moving_nearest].copy(),
-                     "tensors": dict(state._tensors)}
+    state._anchor = {
+        "warp": x0[..., layout.moving_warp].copy(),
+        "nearest": x0[..., layout.moving_nearest].copy(),
+        "tensors": dict(state._tensors),
+    }
 
 
-def encode_moving(state: VideoState, rgb: np.ndarray, gray: np.ndarray, grey: np.ndarray,
-                  motion: np.ndarray, prev_gray: np.ndarray, temporal: np.ndarray, timings: dict[str, float]
-                  ) -> tuple[float, float, int] | None:
+def encode_moving(
+    state: VideoState,
+    rgb: np.ndarray,
+    gray: np.ndarray,
+    grey: np.ndarray,
+    motion: np.ndarray,
+    prev_gray: np.ndarray,
+    temporal: np.ndarray,
+    timings: dict[str, float],
+) -> tuple[float, float, int] | None:
     """A motion-compensated update (see the module docstring): read the canvas where the camera now looks, re-encode
     the tiles whose grey residual exceeds the threshold (largest first, within ``reencode_budget``) from crops of
     the frame and write them back to the canvas, recompute the per-frame groups, rebuild the mips.  Returns
     ``(changed share, re-encoded share, crops)``, or ``None`` when more than ``full_frame_share`` of the tiles is
     over the threshold (the frame is then encoded from scratch, a keyframe)."""
     t = time.perf_counter()
-    cfg, ecfg, layout = state.config, state.encode_config, state._layout
+    cfg, ecfg, layout = state.config, state.encode_config, state.layout
     p = ecfg.patch_size
     h, w = rgb.shape[:2]
     grid, cell, q, m = layout.grid, layout.cell, layout.per_tile, layout.canvas_margin
     ch, cw = layout.cell_coverage.shape
     # where the frame lies on the canvas: last frame's place moved by the flow, then registered
     shift = np.array([[1.0, 0, m], [0, 1.0, m]])  # keyframe cells -> canvas
-    guess = then(cv2.invertAffineTransform(regrid(then(state._camera, motion), p, cell)), shift)
+    before = _required(state._camera)
+    guess = then(cv2.invertAffineTransform(regrid(then(before, motion), p, cell)), shift)
     grey = grey.astype(np.float32)
-    head, raw = state._canvas
+    canvas = _required(state._canvas)
+    head, raw = canvas
     to_canvas = register(head, grey, guess)
     camera = regrid(then(shift, cv2.invertAffineTransform(to_canvas)), cell, p)  # keyframe -> frame, tiles
-    motion = then(cv2.invertAffineTransform(state._camera), camera)  # last frame -> this one
-    look = dict(dsize=(cw, ch), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderMode=cv2.BORDER_CONSTANT)
+    motion = then(cv2.invertAffineTransform(before), camera)  # last frame -> this one
+    look: dict[str, Any] = dict(
+        dsize=(cw, ch), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP, borderMode=cv2.BORDER_CONSTANT
+    )
     seen = cv2.warpAffine(head, to_canvas, **look)
     cells = cv2.warpAffine(raw, to_canvas, **look).reshape(ch, cw, -1)
     # the canvas is zero where it is not valid, so sampled values are premultiplied by their validity: tile means
@@ -159,26 +182,27 @@ def encode_moving(state: VideoState, rgb: np.ndarray, gray: np.ndarray, grey: np
     n, n_over = over.size, int(over.sum())
     if n_over > cfg.full_frame_share * n:
         return None
-    rects, state._picked = _budget_rects(residual, n_over, layout.moving_margin, (h, w), p,
-                                              cfg.reencode_budget, state._picked)
+    rects, state._picked = _budget_rects(
+        residual, n_over, layout.moving_margin, (h, w), p, cfg.reencode_budget, state._picked
+    )
     timings["plan"] = (time.perf_counter() - t) * 1000.0
 
     t = time.perf_counter()
     done, blocks = np.zeros(grid, bool), []
     for rect in rects:  # every tile of a rectangle is re-encoded: its crop computes them all anyway
-        (y0, x0, y1, x1), (cy0, cx0, cy1, cx1) = crop_box(rect, layout.moving_margin, p, (h, w))
+        (py0, px0, py1, px1), (cy0, cx0, cy1, cx1) = crop_box(rect, layout.moving_margin, p, (h, w))
         ctx = EncodeContext(rgb[cy0:cy1, cx0:cx1], ecfg)
-        v0, u0, v1, u1 = y0 // cell, x0 // cell, -(-y1 // cell), -(-x1 // cell)
+        v0, u0, v1, u1 = py0 // cell, px0 // cell, -(-py1 // cell), -(-px1 // cell)
         for g in layout.moving_local:
             a, b = layout.raw[g]
-            pixels = get_group(g).pixels(ctx)[y0 - cy0 : y1 - cy0, x0 - cx0 : x1 - cx0]
+            pixels = _pixels(get_group(g))(ctx)[py0 - cy0 : py1 - cy0, px0 - cx0 : px1 - cx0]
             cells[v0:v1, u0:u1, a:b] = ops.tile_mean(pixels, cell).reshape(v1 - v0, u1 - u0, b - a)
         r0, c0, r1, c1 = rect
         tiles[r0:r1, c0:c1] = cells_to_tiles(cells[v0:v1, u0:u1], layout.cell_coverage[v0:v1, u0:u1], q)
         done[r0:r1, c0:c1] = True
         blocks.append((v0, u0, v1, u1))
     for block in blocks:  # after every crop: rectangles may overlap
-        _write_back(state._canvas, grey, cells, block, to_canvas)
+        _write_back(canvas, grey, cells, block, to_canvas)
     timings["local"] = (time.perf_counter() - t) * 1000.0
 
     t = time.perf_counter()
@@ -220,8 +244,9 @@ def encode_moving(state: VideoState, rgb: np.ndarray, gray: np.ndarray, grey: np
     return n_over / n, float(done.mean()), len(rects)
 
 
-def _budget_rects(residual: np.ndarray, n_over: int, margin: int, shape: tuple[int, int], patch: int,
-                  budget: float, guess: int = 0) -> tuple[list[tuple[int, int, int, int]], int]:
+def _budget_rects(
+    residual: np.ndarray, n_over: int, margin: int, shape: tuple[int, int], patch: int, budget: float, guess: int = 0
+) -> tuple[list[tuple[int, int, int, int]], int]:
     """Crops for the tiles over the threshold, largest residual first, as many as fit in ``budget`` (a share of
     the frame's pixels, margins included).  The number of tiles is searched in at most three covers, starting from
     ``guess`` (the last frame's number: consecutive frames need about as many crops), each next guess scaled by
@@ -240,8 +265,9 @@ def _budget_rects(residual: np.ndarray, n_over: int, margin: int, shape: tuple[i
         pick = np.zeros(residual.size, bool)
         pick[order[:k]] = True
         rects = cover_tiles(pick.reshape(residual.shape), margin / patch)
-        cost = sum((cy1 - cy0) * (cx1 - cx0) for _, (cy0, cx0, cy1, cx1) in
-                   (crop_box(r, margin, patch, shape) for r in rects))
+        cost = sum(
+            (cy1 - cy0) * (cx1 - cx0) for _, (cy0, cx0, cy1, cx1) in (crop_box(r, margin, patch, shape) for r in rects)
+        )
         if cost <= limit:
             fits, rects_fit = k, rects
         else:
@@ -252,18 +278,28 @@ def _budget_rects(residual: np.ndarray, n_over: int, margin: int, shape: tuple[i
     return rects_fit, fits or max(too_many // 2, 1)
 
 
-def canvas_generators(layout: _Layout, cells: dict[str, np.ndarray]) -> dict[str, Callable]:
+def canvas_generators(
+    layout: _Layout, cells: dict[str, np.ndarray]
+) -> dict[str, Callable[[EncodeContext], np.ndarray | None]]:
     """Generators for a keyframe's encode that also keep the cell means of the moving-local groups' pixel maps (in
     ``cells``), for :func:`rebase` to put on the canvas."""
     return {g: _cell_generator(get_group(g), layout, cells) for g in layout.moving_local}
 
 
-def _cell_generator(group, layout: _Layout, store: dict[str, np.ndarray]) -> Callable:
+def _pixels(group: ChannelGroup) -> Callable[[EncodeContext], np.ndarray]:
+    """The pixel map of a moving-local group (``_Layout.build`` makes a group moving-local only if it has one)."""
+    assert group.pixels is not None, group.name
+    return group.pixels
+
+
+def _cell_generator(
+    group: ChannelGroup, layout: _Layout, store: dict[str, np.ndarray]
+) -> Callable[[EncodeContext], np.ndarray]:
     """A generator for a group with a pixel map that also keeps the map's cell means (in ``store``); its tiles are the
     cells' means, the tile means of the map (see :func:`cells_to_tiles`)."""
 
     def generator(ctx: EncodeContext) -> np.ndarray:
-        cells = ops.tile_mean(group.pixels(ctx), layout.cell)
+        cells = ops.tile_mean(_pixels(group)(ctx), layout.cell)
         cells = store[group.name] = cells.reshape(cells.shape[:2] + (-1,))
         tiles = cells_to_tiles(cells, layout.cell_coverage, layout.per_tile)
         return tiles if group.finish is None else group.finish(tiles, ctx.patch)
@@ -271,8 +307,13 @@ def _cell_generator(group, layout: _Layout, store: dict[str, np.ndarray]) -> Cal
     return generator
 
 
-def _write_back(canvas: tuple[np.ndarray, np.ndarray], grey: np.ndarray, cells: np.ndarray,
-                block: tuple[int, int, int, int], to_canvas: np.ndarray) -> None:
+def _write_back(
+    canvas: tuple[np.ndarray, np.ndarray],
+    grey: np.ndarray,
+    cells: np.ndarray,
+    block: tuple[int, int, int, int],
+    to_canvas: np.ndarray,
+) -> None:
     """Write a block of re-encoded cells (v0, u0, v1, u1) and their grey levels into the canvas where the camera sees
     them: one bilinear resample over the canvas region they cover, in place; the region becomes valid."""
     head, raw = canvas
@@ -285,12 +326,20 @@ def _write_back(canvas: tuple[np.ndarray, np.ndarray], grey: np.ndarray, cells: 
     if x1 <= x0 or y1 <= y0:
         return
     # canvas region -> canvas -> frame cells -> the block
-    to_block = then(then(np.array([[1.0, 0, x0], [0, 1.0, y0]]), cv2.invertAffineTransform(to_canvas)),
-                    np.array([[1.0, 0, -u0], [0, 1.0, -v0]]))
-    look = dict(M=to_block, dsize=(x1 - x0, y1 - y0), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
-                borderMode=cv2.BORDER_CONSTANT)
+    to_block = then(
+        then(np.array([[1.0, 0, x0], [0, 1.0, y0]]), cv2.invertAffineTransform(to_canvas)),
+        np.array([[1.0, 0, -u0], [0, 1.0, -v0]]),
+    )
+    look: dict[str, Any] = dict(
+        M=to_block,
+        dsize=(x1 - x0, y1 - y0),
+        flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+        borderMode=cv2.BORDER_CONSTANT,
+    )
     fresh = np.dstack([np.ones((v1 - v0, u1 - u0), np.float32), grey[v0:v1, u0:u1], cells[v0:v1, u0:u1]])
-    back = cv2.warpAffine(fresh, **look)  # outside the block: 0, so samples near its edge are divided by their weight
+    # float32 as ``fresh`` (OpenCV's stubs: any number); outside the block: 0, so samples near its edge are divided by
+    # their weight
+    back = cast(F32, cv2.warpAffine(fresh, **look))
     put = back[..., 0] > 0.5
     values = back[put]
     values[:, 1:] /= values[:, :1]
@@ -305,5 +354,9 @@ def _camera_stats(motion: np.ndarray, grid: tuple[int, int], patch: int) -> dict
     gh, gw = grid
     c = np.array([(gw - 1) / 2.0, (gh - 1) / 2.0])
     dx, dy = (motion[:, :2] @ c + motion[:, 2] - c) * patch
-    return {"dx": float(dx), "dy": float(dy), "scale": float(math.sqrt(abs(np.linalg.det(motion[:, :2])))),
-            "rotation": float(math.degrees(math.atan2(motion[1, 0], motion[0, 0])))}
+    return {
+        "dx": float(dx),
+        "dy": float(dy),
+        "scale": float(math.sqrt(abs(np.linalg.det(motion[:, :2])))),
+        "rotation": float(math.degrees(math.atan2(motion[1, 0], motion[0, 0]))),
+    }

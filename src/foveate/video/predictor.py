@@ -12,34 +12,61 @@ import contextlib
 import dataclasses
 import time
 import uuid
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import cv2
 import numpy as np
 import torch
 from torch import nn
 
-from ..core import ops
 from ..channels.base import EncodeContext
 from ..channels.registry import resolve_groups, run_groups
+from ..core import ops
 from ..core.config import EncodeConfig, SelectConfig
 from ..core.device import VIDEO_UPDATE_CV_THREADS, cv_threads, resolve_device, to_storage
 from ..core.errors import ConfigError, VideoError
 from ..core.io import ImageLike, load_image
 from ..core.texture import Texture
+from ..core.types import F32, F64, Bools
 from ..query.query import Query
-from ..query.scorer import Scorer
-from ..weights.weights import WeightsSpec, load_weights
+from ..query.scorer import Memo, Scorer
 from ..selection import Selection, resolve_select_config
 from ..selection import select as select_tokens
+from ..weights.weights import WeightsSpec, load_weights
 from .config import VideoConfig
 from .exact import encode_changed, plan_updates
 from .frames import Frame
 from .motion import _camera_stats, canvas_generators, encode_moving, rebase
-from .state import (NEW_SCENE_REASONS, FrameStats, VideoResult, VideoState, _frame_inputs, _Layout, _Record,
-                    _StreamMemory, _torch_tensors, compose_temporal, install_stream, saliency_map, warp_memory)
-from .tiles import (_downscale, cell_size, fixation_map, flow_copy, flow_shift, grey_cells, splat_matrix, then,
-                    tile_change, tile_flow, token_overlap)
+from .state import (
+    NEW_SCENE_REASONS,
+    FrameStats,
+    VideoResult,
+    VideoState,
+    _frame_inputs,
+    _Layout,
+    _Record,
+    _required,
+    _StreamMemory,
+    _torch_tensors,
+    compose_temporal,
+    install_stream,
+    saliency_map,
+    warp_memory,
+)
+from .tiles import (
+    _downscale,
+    cell_size,
+    fixation_map,
+    flow_copy,
+    flow_shift,
+    grey_cells,
+    splat_matrix,
+    then,
+    tile_change,
+    tile_flow,
+    token_overlap,
+)
 
 # ----------------------------------------------------------------------------------------------------------
 # Selection stability: a scorer that favours last frame's tiles
@@ -49,25 +76,35 @@ class _StableScorer(nn.Module):
     """Wraps a scorer: adds ``bonus`` (N_total,) to every tile's score and ``bound_bonus`` to its top-k bound.
     Implements the scorer interface ``select`` uses (``evaluate``, and ``forward``/``bound``/``explain``)."""
 
-    def __init__(self, base: nn.Module, bonus: np.ndarray, bound_bonus: np.ndarray) -> None:
+    def __init__(self, base: Scorer, bonus: F32, bound_bonus: F32) -> None:
         super().__init__()
         self.base, self.bonus, self.bound_bonus = base, bonus, bound_bonus
 
-    def evaluate(self, feats, qmaps=None, qnames=(), memo=None):
+    def evaluate(
+        self,
+        feats: torch.Tensor,
+        qmaps: torch.Tensor | None = None,
+        qnames: Sequence[str] = (),
+        memo: Memo | None = None,
+    ) -> tuple[F32, F32, F32]:
         score, need, bound = self.base.evaluate(feats, qmaps, qnames, memo)
         return score + self.bonus, need, bound + self.bound_bonus
 
-    def forward(self, feats, qmaps=None, qnames=()):
+    def forward(
+        self, feats: torch.Tensor, qmaps: torch.Tensor | None = None, qnames: Sequence[str] = ()
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         score, need = self.base(feats, qmaps, qnames)
         return score + torch.from_numpy(self.bonus).to(score), need
 
-    def bound(self, feats, qmaps=None, qnames=()):
+    def bound(self, feats: torch.Tensor, qmaps: torch.Tensor | None = None, qnames: Sequence[str] = ()) -> torch.Tensor:
         return self.base.bound(feats, qmaps, qnames) + torch.from_numpy(self.bound_bonus).to(feats)
 
-    def explain(self, feats, qmaps, qnames, rows):
+    def explain(
+        self, feats: torch.Tensor, qmaps: torch.Tensor | None, qnames: Sequence[str], rows: torch.Tensor
+    ) -> dict[str, float]:
         return self.base.explain(feats, qmaps, qnames, rows)
 
-    def prior(self, num_levels):
+    def prior(self, num_levels: int) -> F64:
         return self.base.prior(num_levels)
 
     # the query terms and the floor read the relevance model: the wrapped one's
@@ -75,12 +112,12 @@ class _StableScorer(nn.Module):
     floor = property(lambda self: self.base.floor)
 
 
-def _kept_tiles(shapes: list[tuple[int, int]], last: _StreamMemory, mode: str) -> tuple[list, list]:
+def _kept_tiles(shapes: list[tuple[int, int]], last: _StreamMemory, mode: str) -> tuple[list[Bools], list[Bools]]:
     """Per level bool maps: the tiles whose choice last frame earns the stability bonus, and those whose top-k
     bound must include it.  top-k keeps level-0 tiles; the quadtree keeps its splits (the leaves' ancestors)."""
     n = len(shapes)
-    keep = [np.zeros(s, bool) for s in shapes]
-    bound = [np.zeros(s, bool) for s in shapes]
+    keep: list[Bools] = [np.zeros(s, bool) for s in shapes]
+    bound: list[Bools] = [np.zeros(s, bool) for s in shapes]
     sel = ~last.gist
     lv, r, c = last.levels[sel], last.rows[sel], last.cols[sel]
     if mode == "topk":
@@ -118,9 +155,16 @@ class VideoPredictor:
             (``memory``, ``change_threshold``, ...).
     """
 
-    def __init__(self, config: EncodeConfig | None = None, video: VideoConfig | None = None,
-                 select_config: SelectConfig | None = None, device: str | torch.device | None = None,
-                 scorer: Scorer | None = None, weights: WeightsSpec = "handset", **overrides: Any) -> None:
+    def __init__(
+        self,
+        config: EncodeConfig | None = None,
+        video: VideoConfig | None = None,
+        select_config: SelectConfig | None = None,
+        device: str | torch.device | None = None,
+        scorer: Scorer | None = None,
+        weights: WeightsSpec = "handset",
+        **overrides: Any,
+    ) -> None:
         enc_fields = {f.name for f in dataclasses.fields(EncodeConfig)}
         vid_fields = {f.name for f in dataclasses.fields(VideoConfig)}
         unknown = set(overrides) - enc_fields - vid_fields
@@ -132,8 +176,9 @@ class VideoPredictor:
         if "temporal" not in names:
             config = dataclasses.replace(config, groups=names + ("temporal",))
         self.config = config
-        self.video = dataclasses.replace(video or VideoConfig(),
-                                         **{k: v for k, v in overrides.items() if k in vid_fields})
+        self.video = dataclasses.replace(
+            video or VideoConfig(), **{k: v for k, v in overrides.items() if k in vid_fields}
+        )
         self.select_config = select_config or SelectConfig()
         self.device = resolve_device(device)
         self.scorer = scorer.to(self.device) if scorer is not None else None
@@ -149,15 +194,15 @@ class VideoPredictor:
 
     def reset_state(self, state: VideoState) -> None:
         """Forget every frame of a session (its configuration and id stay)."""
-        VideoState.__init__(state, config=state.config, encode_config=state.encode_config, device=state.device,
-                            session=state.session)
+        VideoState.__init__(
+            state, config=state.config, encode_config=state.encode_config, device=state.device, session=state.session
+        )
 
     # -- add_frame ---------------------------------------------------------------------------------------------
     def add_frame(self, state: VideoState, frame: ImageLike) -> FrameStats:
         """Update the session's texture to ``frame`` (a path, array, PIL image, tensor or :class:`Frame`)."""
         t_start = time.perf_counter()
-        rgb = load_image(frame.image if isinstance(frame, Frame) else frame,
-                         max_pixels=state.encode_config.max_pixels)
+        rgb = load_image(frame.image if isinstance(frame, Frame) else frame, max_pixels=state.encode_config.max_pixels)
         cfg, ecfg = state.config, state.encode_config
         p = ecfg.patch_size
         idx = state.frames
@@ -177,18 +222,20 @@ class VideoPredictor:
         elif rgb.shape != state._ref.shape:
             if cfg.on_size_change == "error":
                 ph, pw = state._ref.shape[:2]
-                raise VideoError(f"frame {idx} is {w}x{h} but the session's frames are {pw}x{ph}; resize the frames, "
-                                 "or use on_size_change='keyframe' to start a new keyframe at a size change")
+                raise VideoError(
+                    f"frame {idx} is {w}x{h} but the session's frames are {pw}x{ph}; resize the frames, "
+                    "or use on_size_change='keyframe' to start a new keyframe at a size change"
+                )
             reason = "size_change"
-        elif cfg.scene_cut is not None and float(np.abs(thumb - state._thumb).mean()) > cfg.scene_cut:
+        elif cfg.scene_cut is not None and float(np.abs(thumb - _required(state._thumb)).mean()) > cfg.scene_cut:
             reason = "scene_cut"
         elif idx - state._last_key >= cfg.keyframe_interval:
             reason = "interval"
         new_scene = reason in NEW_SCENE_REASONS
         # change detection against the reference: the exact update's input (moving updates and sessions that encode
         # every frame from scratch do without)
-        diff = None if new_scene or moving or not cfg.incremental else tile_change(rgb, state._ref, p)
-        changed = np.ones(grid, bool) if diff is None else diff > cfg.threshold
+        diff = None if new_scene or moving or not cfg.incremental else tile_change(rgb, _required(state._ref), p)
+        changed: Bools = np.ones(grid, bool) if diff is None else diff > cfg.threshold
         timings["change"] = (time.perf_counter() - t) * 1000.0
 
         # the memory: forget it at a new scene, else move it with the picture (its maps stay in the coordinates of
@@ -208,10 +255,10 @@ class VideoPredictor:
             records = state._records()
             if min(small.shape) >= 16 and (records or moving):
                 if state._flow is None:
-                    state._flow = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_ULTRAFAST)
+                    state._flow = cv2.DISOpticalFlow.create(cv2.DISOPTICAL_FLOW_PRESET_ULTRAFAST)
                     state._flow.setFinestScale(1)  # the preset stops at 1/4 of the (already small) copy: too coarse
                     state._flow.setPatchStride(6)
-                dest = tile_flow(state._small[0], small, state._flow, grid, p, scale)
+                dest = tile_flow(_required(state._small)[0], small, state._flow, grid, p, scale)
                 if records:
                     warp_memory(records, splat_matrix(*dest))
                 if moving:
@@ -229,19 +276,25 @@ class VideoPredictor:
         if new_scene or not cfg.incremental or (moving and reason == "interval"):
             pass
         elif moving:
-            before = state._camera
-            done = encode_moving(state, rgb, gray, cells, np.eye(2, 3) if shift is None else shift, prev_gray, temporal,
-                                 timings)
+            assert cells is not None and prev_gray is not None  # a moving session, not a new scene
+            before = _required(state._camera)
+            done = encode_moving(
+                state, rgb, gray, cells, np.eye(2, 3) if shift is None else shift, prev_gray, temporal, timings
+            )
             if done is not None:
-                camera = _camera_stats(then(cv2.invertAffineTransform(before), state._camera), grid, p)
+                camera = _camera_stats(then(cv2.invertAffineTransform(before), _required(state._camera)), grid, p)
         else:
+            assert prev_gray is not None  # not a new scene: the last frame's grey levels
             if reason == "interval":  # a refresh is an update with threshold 0: the texture becomes the frame's own
+                assert diff is not None  # an incremental exact update, not a new scene: change detection ran
                 changed = diff > 0
             plans = plan_updates(state, changed)  # None: the crops would cover the frame anyway
             timings["plan"] = (time.perf_counter() - t) * 1000.0
             if plans is not None:
-                done = (float(changed.mean()),
-                        *encode_changed(state, rgb, changed, plans, prev_gray, temporal, timings))
+                done = (
+                    float(changed.mean()),
+                    *encode_changed(state, rgb, changed, plans, prev_gray, temporal, timings),
+                )
         timings.setdefault("plan", (time.perf_counter() - t) * 1000.0)
         small_work.close()
         if done is None:  # from scratch; without a new scene this refreshes the whole reference for free
@@ -257,7 +310,7 @@ class VideoPredictor:
         state._thumb = thumb
 
         t = time.perf_counter()
-        layout = state._layout
+        layout = state.layout
         sal = saliency_map(state, layout)
         record = _Record(index=idx, saliency=sal)
         state._memory.append(record)
@@ -267,16 +320,30 @@ class VideoPredictor:
         state.frames = idx + 1
         timings["texture"] = (time.perf_counter() - t) * 1000.0
         timings["total"] = (time.perf_counter() - t_start) * 1000.0
-        stats = FrameStats(index=idx, keyframe=keyframe, reason=reason or ("full" if not cfg.incremental else ""),
-                           changed_share=done[0], reencoded_share=done[1], crops=done[2], timings_ms=timings,
-                           camera=camera)
+        stats = FrameStats(
+            index=idx,
+            keyframe=keyframe,
+            reason=reason or ("full" if not cfg.incremental else ""),
+            changed_share=done[0],
+            reencoded_share=done[1],
+            crops=done[2],
+            timings_ms=timings,
+            camera=camera,
+        )
         state.texture.timings_ms = dict(timings)
         state.texture.extras["video"] = stats.to_dict()
         state.last_stats = stats
         return stats
 
-    def _encode_full(self, state: VideoState, rgb: np.ndarray, gray: np.ndarray, prev_gray: np.ndarray | None,
-                     temporal: np.ndarray, timings: dict[str, float]) -> tuple[float, int]:
+    def _encode_full(
+        self,
+        state: VideoState,
+        rgb: np.ndarray,
+        gray: np.ndarray,
+        prev_gray: np.ndarray | None,
+        temporal: np.ndarray,
+        timings: dict[str, float],
+    ) -> tuple[float, int]:
         """Encode the frame from scratch: a new scene, ``incremental=False``, or an update whose crops would cover
         the frame anyway (then the whole reference is refreshed to the frame at no extra cost).  With motion
         compensation this is a keyframe: the canvas and the camera start again from this frame."""
@@ -308,40 +375,59 @@ class VideoPredictor:
         Its ``content_hash`` is ``video-<session>-<frame>``: the features depend on the stream's history (temporal
         channels; with a threshold > 0, earlier frames' pixels), so it must never pass for the encode of a still
         image.  ``Texture.save`` works; load such a file with ``verify=False``."""
-        layout, dev = state._layout, state.device
+        layout, dev = state.layout, state.device
         return Texture(
-            image=rgb, config=state.encode_config, channels=layout.channels, groups=dict(layout.groups),
+            image=rgb,
+            config=state.encode_config,
+            channels=layout.channels,
+            groups=dict(layout.groups),
             absent=layout.absent,
-            mean=to_storage(state._means, dev), max=to_storage(state._maxes, dev),
-            coverage=layout.coverage_t, content_hash=f"video-{state.session}-{idx:08d}",
-            extras={"video_session": state.session, "frame": idx}, tensors=dict(state._tensors))
+            mean=to_storage(state._means, dev),
+            max=to_storage(state._maxes, dev),
+            coverage=layout.coverage_t,
+            content_hash=f"video-{state.session}-{idx:08d}",
+            extras={"video_session": state.session, "frame": idx},
+            tensors=dict(state._tensors),
+        )
 
     # -- select --------------------------------------------------------------------------------------------
-    def select(self, state: VideoState, query: Any = None, budget: int | None = None, *, stream: str = "main",
-               **kwargs: Any) -> Selection:
+    def select(
+        self, state: VideoState, query: Any = None, budget: int | None = None, *, stream: str = "main", **kwargs: Any
+    ) -> Selection:
         """Pick tokens for the current frame (see :func:`foveate.select`), and remember them in ``stream``.
 
         ``stream`` names an independent memory (prev_relevance, fixations, stability) -- SAM 2's object ids; use one
         per question you keep asking about the video.  Other keyword arguments are ``select``'s.
         """
         state._require_frame()
-        cfg = resolve_select_config(kwargs.pop("config", None) or self.select_config, budget, kwargs.pop("mode", None),
-                                    {k: kwargs.pop(k) for k in list(kwargs) if k in _SELECT_FIELDS})
+        cfg = resolve_select_config(
+            kwargs.pop("config", None) or self.select_config,
+            budget,
+            kwargs.pop("mode", None),
+            {k: kwargs.pop(k) for k in list(kwargs) if k in _SELECT_FIELDS},
+        )
         if cfg.mode == "auto":  # the stream memory follows one layout from frame to frame
             cfg = dataclasses.replace(cfg, mode="quadtree")
         if cfg.mode == "uniform":
-            raise ConfigError("video selects a pyramid layout (quadtree or topk): the uniform layout keeps no "
-                              "tiles to carry from frame to frame")
+            raise ConfigError(
+                "video selects a pyramid layout (quadtree or topk): the uniform layout keeps no "
+                "tiles to carry from frame to frame"
+            )
         cfg = dataclasses.replace(cfg, floor="off")  # the stream memory follows pyramid tiles from frame to frame
         install_stream(state, stream)
-        tex = state.texture
-        scorer = kwargs.pop("scorer", None) or self.scorer or Scorer.from_weights(self.weights, tex.channels, tex.device)
+        tex = state._require_frame()
+        scorer = (
+            kwargs.pop("scorer", None) or self.scorer or Scorer.from_weights(self.weights, tex.channels, tex.device)
+        )
         last = state._streams.get(stream)
         kept0 = None
         if state.config.stability > 0 and last is not None and last.frame < state.index and last.mode == cfg.mode:
             keep, bound = _kept_tiles(tex.level_shapes, last, cfg.mode)
             margin = state.config.stability
-            flat = lambda maps: (np.concatenate([m.ravel() for m in maps]) * margin).astype(np.float32)  # noqa: E731
+
+            def flat(maps: list[Bools]) -> F32:
+                return (np.concatenate([m.ravel() for m in maps]) * margin).astype(np.float32)
+
             scorer = _StableScorer(scorer, flat(keep), flat(bound))
             kept0 = keep[0]
         sel = select_tokens(tex, query, config=cfg, scorer=scorer, **kwargs)
@@ -361,8 +447,17 @@ class VideoPredictor:
         return sel
 
     # -- a whole stream ------------------------------------------------------------------------------------
-    def propagate(self, state: VideoState, frames: Iterable[Any], query: Any = None, budget: int | None = None, *,
-                  prompt_frames: str = "first", stream: str = "main", **kwargs: Any) -> Iterator[VideoResult]:
+    def propagate(
+        self,
+        state: VideoState,
+        frames: Iterable[Any],
+        query: Any = None,
+        budget: int | None = None,
+        *,
+        prompt_frames: str = "first",
+        stream: str = "main",
+        **kwargs: Any,
+    ) -> Iterator[VideoResult]:
         """Add each frame and select for it: SAM 2's ``propagate_in_video`` for a stream of frames.
 
         Args:

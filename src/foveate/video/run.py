@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import cv2
 import numpy as np
@@ -35,10 +36,20 @@ class VideoSummary:
         return dataclasses.asdict(self)
 
 
-def run_video(source: str | Path, query: Any, output: str | Path, *, predictor: VideoPredictor,
-              budget: int | None = None, prompt_frames: str = "first", overlay: bool = True,
-              max_frames: int | None = None, fps: float | None = None,
-              on_frame: Callable[[VideoResult], None] | None = None, **select_kwargs: Any) -> VideoSummary:
+def run_video(
+    source: str | Path,
+    query: Any,
+    output: str | Path,
+    *,
+    predictor: VideoPredictor,
+    budget: int | None = None,
+    prompt_frames: str = "first",
+    overlay: bool = True,
+    max_frames: int | None = None,
+    fps: float | None = None,
+    on_frame: Callable[[VideoResult], None] | None = None,
+    **select_kwargs: Any,
+) -> VideoSummary:
     """Stream ``source`` through a new session and write ``selections.jsonl`` (one selection document per frame,
     with the frame's statistics), ``stats.jsonl`` (statistics only) and ``overlay.mp4`` into ``output``."""
     reader = read_frames(source, max_pixels=predictor.config.max_pixels)
@@ -55,8 +66,13 @@ def run_video(source: str | Path, query: Any, output: str | Path, *, predictor: 
             for res in predictor.propagate(state, frames, query, budget, prompt_frames=prompt_frames, **select_kwargs):
                 n += 1
                 st = res.stats.to_dict()
-                st.update({"source": res.name, "select_ms": round(res.selection.timings_ms["total"], 3),
-                           "kept_share": None if res.kept_share is None else round(res.kept_share, 4)})
+                st.update(
+                    {
+                        "source": res.name,
+                        "select_ms": round(res.selection.timings_ms["total"], 3),
+                        "kept_share": None if res.kept_share is None else round(res.kept_share, 4),
+                    }
+                )
                 fstat.write(json.dumps(st) + "\n")
                 doc = res.selection.to_dict()
                 doc["video"] = st
@@ -70,8 +86,9 @@ def run_video(source: str | Path, query: Any, output: str | Path, *, predictor: 
                     kept.append(res.kept_share)
                 notes.update(dict.fromkeys(res.selection.notes))
                 if overlay:
-                    writer, size = _write_overlay(writer, size, state.texture.image, res, out, paths,
-                                                  fps or reader.fps or 24.0)
+                    writer, size = _write_overlay(
+                        writer, size, state._require_frame().image, res, out, paths, fps or reader.fps or 24.0
+                    )
                 if on_frame is not None:
                     on_frame(res)
     finally:
@@ -80,27 +97,49 @@ def run_video(source: str | Path, query: Any, output: str | Path, *, predictor: 
         reader.close()
     if n == 0:
         raise VideoError(f"{source}: no frame could be decoded ({len(reader.skipped)} skipped)")
-    med = lambda xs: float(np.median(xs)) if xs else 0.0  # noqa: E731
-    return VideoSummary(frames=n, skipped=len(reader.skipped), keyframes=keyframes, changed_share=float(np.mean(changed)),
-                        reencoded_share=float(np.mean(reenc)), add_ms_median=med(adds), select_ms_median=med(sels),
-                        kept_share=float(np.mean(kept)) if kept else None,
-                        outputs={k: str(v) for k, v in paths.items()}, notes=list(notes)[:10])
+
+    def med(xs: list[float]) -> float:
+        return float(np.median(xs)) if xs else 0.0
+
+    return VideoSummary(
+        frames=n,
+        skipped=len(reader.skipped),
+        keyframes=keyframes,
+        changed_share=float(np.mean(changed)),
+        reencoded_share=float(np.mean(reenc)),
+        add_ms_median=med(adds),
+        select_ms_median=med(sels),
+        kept_share=float(np.mean(kept)) if kept else None,
+        outputs={k: str(v) for k, v in paths.items()},
+        notes=list(notes)[:10],
+    )
 
 
-def _write_overlay(writer, size, image: np.ndarray, res: VideoResult, out: Path, paths: dict, fps: float):
+def _write_overlay(
+    writer: cv2.VideoWriter | None,
+    size: tuple[int, int] | None,
+    image: np.ndarray,
+    res: VideoResult,
+    out: Path,
+    paths: dict[str, Path],
+    fps: float,
+) -> tuple[cv2.VideoWriter, tuple[int, int]]:
     """Append one frame (heat map, tokens, a status line) to ``overlay.mp4``, opening it on the first frame."""
     from ..render import render_overlay
 
     img = render_overlay(image, res.selection)
-    label = (f"frame {res.index}  {'KEYFRAME ' + res.stats.reason if res.stats.keyframe else ''}  "
-             f"re-encoded {100 * res.stats.reencoded_share:.0f}%")
+    label = (
+        f"frame {res.index}  {'KEYFRAME ' + res.stats.reason if res.stats.keyframe else ''}  "
+        f"re-encoded {100 * res.stats.reencoded_share:.0f}%"
+    )
     cv2.putText(img, label, (6, img.shape[0] - 8), cv2.FONT_HERSHEY_SIMPLEX, 0.45, (255, 255, 255), 1, cv2.LINE_AA)
     if writer is None:
         size = (img.shape[1], img.shape[0])
         paths["overlay"] = out / "overlay.mp4"
-        writer = cv2.VideoWriter(str(paths["overlay"]), cv2.VideoWriter_fourcc(*"mp4v"), fps, size)
+        writer = cv2.VideoWriter(str(paths["overlay"]), cv2.VideoWriter.fourcc(*"mp4v"), fps, size)
         if not writer.isOpened():
             raise VideoError(f"cannot write {paths['overlay']} (no mp4 encoder available); use --no-overlay")
+    assert size is not None  # set with the writer, on the first frame
     if (img.shape[1], img.shape[0]) != size:  # a size change mid-stream: the video keeps its first size
         img = cv2.resize(img, size, interpolation=cv2.INTER_AREA)
     writer.write(cv2.cvtColor(img, cv2.COLOR_RGB2BGR))

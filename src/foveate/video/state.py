@@ -7,23 +7,26 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import torch
 
-from ..core import ops
 from ..channels.base import EncodeContext
 from ..channels.registry import get_group, resolve_groups
+from ..core import ops
 from ..core.config import EncodeConfig
 from ..core.errors import NoImageSetError
 from ..core.texture import Texture
+from ..core.types import F32, I64
 from .config import VideoConfig, update_rule
 from .tiles import _indices, cell_size, update_mips, warp_tile_maps
 
 if TYPE_CHECKING:
     from ..selection import Selection
 
+
+T = TypeVar("T")
 
 #: keyframe reasons that start a new scene: the session forgets its memory (``FrameStats.new_scene``)
 NEW_SCENE_REASONS = ("first", "size_change", "scene_cut")
@@ -58,9 +61,15 @@ class FrameStats:
     camera: dict[str, float] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"frame": self.index, "keyframe": self.keyframe, "reason": self.reason,
-               "changed_share": round(self.changed_share, 5), "reencoded_share": round(self.reencoded_share, 5),
-               "crops": self.crops, "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()}}
+        out = {
+            "frame": self.index,
+            "keyframe": self.keyframe,
+            "reason": self.reason,
+            "changed_share": round(self.changed_share, 5),
+            "reencoded_share": round(self.reencoded_share, 5),
+            "crops": self.crops,
+            "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
+        }
         if self.camera is not None:
             out["camera"] = {k: round(v, 4) for k, v in self.camera.items()}
         return out
@@ -114,8 +123,8 @@ class _Layout:
     moving_local: tuple[str, ...]
     moving_margin: int
     moving_frame: tuple[str, ...]
-    moving_warp: np.ndarray
-    moving_nearest: np.ndarray
+    moving_warp: I64
+    moving_nearest: I64
     cell: int  # cell size in px, per_tile cells per tile side
     per_tile: int
     cell_coverage: np.ndarray  # (ch, cw)
@@ -142,24 +151,39 @@ class _Layout:
                 moves = "frame"
             if moves in moving:
                 moving[moves].append(name)
-        local = [(k, tuple(names), any(update_rule(n).reads_previous for n in names))
-                 for k, names in sorted(buckets.items())]
+        local = [
+            (k, tuple(names), any(update_rule(n).reads_previous for n in names)) for k, names in sorted(buckets.items())
+        ]
         h, w = shape
         p = config.patch_size
         gh, gw = ops.grid_shape(h, w, p)
-        _, _, coverage = ops.build_mips(np.zeros((gh, gw, 0), np.float32), ops.coverage0(h, w, p),
-                                        ops.num_levels(gh, gw, config.max_levels))
+        _, _, coverage = ops.build_mips(
+            np.zeros((gh, gw, 0), np.float32), ops.coverage0(h, w, p), ops.num_levels(gh, gw, config.max_levels)
+        )
         cell = cell_size(p)
-        margins = [update_rule(n).margin if update_rule(n).motion_margin is None else update_rule(n).motion_margin
-                   for n in moving["local"]]
-        return cls(shape=shape, grid=(gh, gw), channels=sum((get_group(n).channels for n in groups), ()),
-                   groups=groups, absent=(), coverage=coverage,
-                   coverage_t=[torch.from_numpy(c).to(device) for c in coverage], local=local,
-                   global_groups=tuple(global_groups), temporal=groups["temporal"], moving_local=tuple(moving["local"]),
-                   moving_margin=max(margins + [0]), moving_frame=tuple(moving["frame"]),
-                   moving_warp=_indices([groups[n] for n in moving["warp"]]),
-                   moving_nearest=_indices([groups[n] for n in moving["nearest"]]), cell=cell, per_tile=p // cell,
-                   cell_coverage=ops.coverage0(h, w, cell), canvas_margin=-(-max(h, w) // (8 * cell)))
+        rules = [update_rule(n) for n in moving["local"]]
+        margins = [r.margin if r.motion_margin is None else r.motion_margin for r in rules]
+        return cls(
+            shape=shape,
+            grid=(gh, gw),
+            channels=sum((get_group(n).channels for n in groups), ()),
+            groups=groups,
+            absent=(),
+            coverage=coverage,
+            coverage_t=[torch.from_numpy(c).to(device) for c in coverage],
+            local=local,
+            global_groups=tuple(global_groups),
+            temporal=groups["temporal"],
+            moving_local=tuple(moving["local"]),
+            moving_margin=max(margins + [0]),
+            moving_frame=tuple(moving["frame"]),
+            moving_warp=_indices([groups[n] for n in moving["warp"]]),
+            moving_nearest=_indices([groups[n] for n in moving["nearest"]]),
+            cell=cell,
+            per_tile=p // cell,
+            cell_coverage=ops.coverage0(h, w, cell),
+            canvas_margin=-(-max(h, w) // (8 * cell)),
+        )
 
 
 @dataclass
@@ -193,9 +217,9 @@ class VideoState:
     _thumb: np.ndarray | None = field(default=None, repr=False)
     _last_key: int = field(default=0, repr=False)
     _picked: int = field(default=0, repr=False)  # tiles the last motion-compensated frame re-encoded: the next guess
-    _memory: deque = field(default_factory=deque, repr=False)
-    _keyframes: deque = field(default_factory=deque, repr=False)
-    _streams: OrderedDict = field(default_factory=OrderedDict, repr=False)
+    _memory: deque[_Record] = field(default_factory=deque, repr=False)
+    _keyframes: deque[_Record] = field(default_factory=deque, repr=False)
+    _streams: OrderedDict[str, _StreamMemory] = field(default_factory=OrderedDict, repr=False)
     _installed: str = field(default="main", repr=False)
     _flow: Any = field(default=None, repr=False)
 
@@ -214,7 +238,7 @@ class VideoState:
         the threshold, the last encoded pixels elsewhere (the frame itself with threshold 0).  With motion
         compensation, the frame: the texture approximates its encode."""
         self._require_frame()
-        return self._ref
+        return _required(self._ref)
 
     def encode_inputs(self) -> dict[str, np.ndarray]:
         """The temporal inputs of the current texture, as ``encode_array(..., frame=...)`` takes them:
@@ -227,7 +251,7 @@ class VideoState:
     def temporal(self) -> np.ndarray:
         """(gh, gw, 3) float32: prev_relevance, prev_saliency, fixations of the stream last selected."""
         self._require_frame()
-        a, b = self._layout.temporal
+        a, b = self.layout.temporal
         return self._means[0][..., a:b].copy()
 
     @property
@@ -239,9 +263,16 @@ class VideoState:
     def streams(self) -> list[str]:
         return list(self._streams)
 
-    def _require_frame(self) -> None:
+    @property
+    def layout(self) -> _Layout:
+        """The session's channel layout and update plan (made by the first frame's encode)."""
+        return _required(self._layout)
+
+    def _require_frame(self) -> Texture:
+        """The current frame's texture (:class:`NoImageSetError` before the first frame)."""
         if self.texture is None:
             raise NoImageSetError("no frame yet: call add_frame(state, frame) before select()")
+        return self.texture
 
     def _records(self) -> list[_Record]:
         """Remembered frames, FIFO and keyframes, each once."""
@@ -270,6 +301,13 @@ class VideoResult:
     stats: FrameStats
     selection: Selection
     kept_share: float | None  # share of this frame's tokens also chosen on the previous frame (None: first)
+
+
+def _required(value: T | None) -> T:
+    """``value``, a part of the session that ``add_frame`` makes (:class:`NoImageSetError` while it is missing)."""
+    if value is None:
+        raise NoImageSetError("no frame yet: call add_frame(state, frame) first")
+    return value
 
 
 def _torch_tensors(ctx: EncodeContext) -> dict[str, torch.Tensor]:
@@ -305,21 +343,23 @@ def compose_temporal(state: VideoState, stream: str, idx: int, grid: tuple[int, 
             fix += wgt * r.fixations[stream]
     if records:  # the previous frame's saliency: the newest record's (the only one kept)
         newest = max(records, key=lambda r: r.index)
+        assert newest.saliency is not None  # the newest record keeps its saliency (warp_memory)
         sal = np.float32(cfg.decay ** (idx - newest.index - 1)) * newest.saliency
     norm = sum(cfg.decay**j for j in range(cfg.memory))
     out = np.dstack([rel, sal, fix / np.float32(norm)])
-    return np.clip(np.nan_to_num(out), 0.0, 1.0).astype(np.float32)
+    temporal: F32 = np.clip(np.nan_to_num(out), 0.0, 1.0).astype(np.float32)
+    return temporal
 
 
 def install_stream(state: VideoState, stream: str) -> None:
     """Write ``stream``'s temporal channels into the current texture (in place) if another stream's are there."""
     if state._installed == stream:
         return
-    layout = state._layout
+    layout = state.layout
     a, b = layout.temporal
     state._means[0][..., a:b] = state._maxes[0][..., a:b] = compose_temporal(state, stream, state.index, layout.grid)
     update_mips(state._means, state._maxes, layout.coverage, [(_indices([(a, b)]), np.ones(layout.grid, bool))])
-    tex = state.texture
+    tex = state._require_frame()
     for lvl in range(tex.num_levels):
         tex.mean[lvl][..., a:b] = torch.from_numpy(state._means[lvl][..., a:b]).to(tex.mean[lvl])
         tex.max[lvl][..., a:b] = torch.from_numpy(state._maxes[lvl][..., a:b]).to(tex.max[lvl])
@@ -327,16 +367,17 @@ def install_stream(state: VideoState, stream: str) -> None:
     state._installed = stream
 
 
-def warp_memory(records: list[_Record], splat) -> None:
+def warp_memory(records: list[_Record], splat: Any) -> None:
     """Move every remembered tile map that is still read with the picture (one sparse product for all of them): the
     relevance and fixations of every record, the saliency of the newest (the only one :func:`compose_temporal`
     reads; older records drop theirs)."""
-    slots: list[tuple[_Record, dict | None, str | None]] = []
-    maps = []
+    slots: list[tuple[_Record, dict[str, np.ndarray] | None, str]] = []  # (record, its map's dict or None, key)
+    maps: list[np.ndarray] = []
     newest = max(records, key=lambda r: r.index)
     for r in records:
         if r is newest:
-            slots.append((r, None, None))
+            assert r.saliency is not None  # the newest record is the last frame's: add_frame gave it its saliency
+            slots.append((r, None, ""))
             maps.append(r.saliency)
         else:
             r.saliency = None
@@ -344,11 +385,11 @@ def warp_memory(records: list[_Record], splat) -> None:
             for k, v in d.items():
                 slots.append((r, d, k))
                 maps.append(v)
-    for (r, d, k), m in zip(slots, warp_tile_maps(splat, maps)):
-        if d is None:
+    for (r, slot, k), m in zip(slots, warp_tile_maps(splat, maps)):
+        if slot is None:
             r.saliency = m
         else:
-            d[k] = m
+            slot[k] = m
 
 
 def saliency_map(state: VideoState, layout: _Layout) -> np.ndarray:
@@ -356,6 +397,8 @@ def saliency_map(state: VideoState, layout: _Layout) -> np.ndarray:
     if "saliency" in layout.groups:
         a, _ = layout.groups["saliency"]
         return state._means[0][..., a].copy()
-    ctx = EncodeContext(state._ref, state.encode_config)
-    ctx.gray = state._ref_gray  # the reference's grey levels, kept with it
-    return get_group("saliency").generator(ctx)[..., 0]
+    ctx = EncodeContext(_required(state._ref), state.encode_config)
+    ctx.gray = _required(state._ref_gray)  # the reference's grey levels, kept with it
+    out = get_group("saliency").generator(ctx)
+    assert out is not None  # the saliency group reads the image only: it always has a map
+    return out[..., 0]

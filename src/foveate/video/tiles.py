@@ -4,12 +4,14 @@ tiles) and their covers, splatting remembered maps forward, and what a selection
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, cast
 
 import cv2
 import numpy as np
 
 from ..core import ops
+from ..core.types import Bools
 
 if TYPE_CHECKING:
     from ..selection import Selection
@@ -25,8 +27,9 @@ def dilate_tiles(mask: np.ndarray, k: int) -> np.ndarray:
     return cv2.dilate(mask.astype(np.uint8), np.ones((2 * k + 1, 2 * k + 1), np.uint8)) > 0
 
 
-def plan_crops(update: np.ndarray, k: int, full_share: float = 1.0
-               ) -> list[tuple[tuple[int, int, int, int], np.ndarray | None]]:
+def plan_crops(
+    update: np.ndarray, k: int, full_share: float = 1.0
+) -> list[tuple[tuple[int, int, int, int], np.ndarray | None]]:
     """Crops that recompute the tiles of ``update`` exactly for a group with a margin of k tiles.
 
     Tiles within k of each other share a crop (connected components of ``update`` dilated by k); a crop is the
@@ -76,8 +79,12 @@ def _bands(mask: np.ndarray) -> list[tuple[int, int, int, int]]:
 MIP_CALL_COST = 5000
 
 
-def update_mips(means: list[np.ndarray], maxes: list[np.ndarray], covs: list[np.ndarray],
-                updates: list[tuple[np.ndarray, np.ndarray]]) -> None:
+def update_mips(
+    means: list[np.ndarray],
+    maxes: list[np.ndarray],
+    covs: list[np.ndarray],
+    updates: list[tuple[np.ndarray, np.ndarray]],
+) -> None:
     """Recompute mean/max mips in place along the paths of changed level-0 tiles.
 
     Args:
@@ -95,12 +102,13 @@ def update_mips(means: list[np.ndarray], maxes: list[np.ndarray], covs: list[np.
         contiguous = bool(np.all(np.diff(chans) == 1))
         sel = slice(int(chans[0]), int(chans[-1]) + 1) if contiguous else chans
         per_level = []
-        for lvl in range(len(means) - 1):
+        for _ in range(len(means) - 1):
             gh, gw = mask.shape
             h2, w2 = -(-gh // 2), -(-gw // 2)
             padded = np.zeros((2 * h2, 2 * w2), bool)
             padded[:gh, :gw] = mask
-            mask = padded.reshape(h2, 2, w2, 2).any(axis=(1, 3))
+            # any() over 2 of 4 axes is an array (NumPy's stubs: an array or a scalar)
+            mask = cast(Bools, padded.reshape(h2, 2, w2, 2).any(axis=(1, 3)))
             bands = _bands(mask)
             per_level.append(bands)
             calls += len(bands)
@@ -108,22 +116,26 @@ def update_mips(means: list[np.ndarray], maxes: list[np.ndarray], covs: list[np.
         plans.append((sel, per_level))
     n_chan = means[0].shape[-1]
     whole = [[(0, 0, m.shape[0], m.shape[1])] for m in means[1:]]
-    if work + calls * MIP_CALL_COST > 4 * n_chan * sum(m.shape[0] * m.shape[1] for m in means[1:]) + \
-            len(whole) * MIP_CALL_COST:
+    if (
+        work + calls * MIP_CALL_COST
+        > 4 * n_chan * sum(m.shape[0] * m.shape[1] for m in means[1:]) + len(whole) * MIP_CALL_COST
+    ):
         plans = [(slice(None), whole)]
     for sel, per_level in plans:
         for lvl, bands in enumerate(per_level):
             gh, gw = means[lvl].shape[:2]
             for pr0, pc0, pr1, pc1 in bands:
                 r0, c0, r1, c1 = 2 * pr0, 2 * pc0, min(2 * pr1, gh), min(2 * pc1, gw)
-                m, x, _ = ops.mip_down(means[lvl][r0:r1, c0:c1][..., sel], maxes[lvl][r0:r1, c0:c1][..., sel],
-                                       covs[lvl][r0:r1, c0:c1])
+                m, x, _ = ops.mip_down(
+                    means[lvl][r0:r1, c0:c1][..., sel], maxes[lvl][r0:r1, c0:c1][..., sel], covs[lvl][r0:r1, c0:c1]
+                )
                 means[lvl + 1][pr0:pr1, pc0:pc1, sel] = m
                 maxes[lvl + 1][pr0:pr1, pc0:pc1, sel] = x
 
 
-def tile_flow(prev_small: np.ndarray, cur_small: np.ndarray, dis: Any, grid: tuple[int, int], patch: int,
-              scale: int) -> tuple[np.ndarray, np.ndarray]:
+def tile_flow(
+    prev_small: np.ndarray, cur_small: np.ndarray, dis: Any, grid: tuple[int, int], patch: int, scale: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Forward optical flow on the tile grid.
 
     Args:
@@ -154,19 +166,21 @@ def flow_shift(dest_x: np.ndarray, dest_y: np.ndarray) -> np.ndarray:
 
 
 def move_tiles(maps: np.ndarray, motion: np.ndarray, nearest: bool = False) -> np.ndarray:
-    """Tile maps moved by an affine transform of tile coordinates: each tile samples the maps at its source position (bilinear,
-    or nearest-neighbour for labels); a source outside the grid repeats the border.
+    """Tile maps moved by an affine transform of tile coordinates: each tile samples the maps at its source position
+    (bilinear, or nearest-neighbour for labels); a source outside the grid repeats the border.
     (gh, gw[, C]) -> the same shape and dtype (integer labels go through float32, exactly)."""
     gh, gw = maps.shape[:2]
     src = maps.astype(np.float32) if maps.dtype.kind != "f" else maps
-    out = cv2.warpAffine(src, motion, (gw, gh), flags=cv2.INTER_NEAREST if nearest else cv2.INTER_LINEAR,
-                         borderMode=cv2.BORDER_REPLICATE)
+    out = cv2.warpAffine(
+        src, motion, (gw, gh), flags=cv2.INTER_NEAREST if nearest else cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE
+    )
     return out.reshape(maps.shape).astype(maps.dtype, copy=False)
 
 
 def then(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     """The 2x3 affine transform ``second`` applied after ``first``."""
-    return second[:, :2] @ first + np.hstack([np.zeros((2, 2)), second[:, 2:]])
+    out: np.ndarray = second[:, :2] @ first + np.hstack([np.zeros((2, 2)), second[:, 2:]])
+    return out
 
 
 def regrid(motion: np.ndarray, size: float, new_size: float) -> np.ndarray:
@@ -202,12 +216,15 @@ def cells_to_tiles(cells: np.ndarray, coverage: np.ndarray, per_tile: int) -> np
     ch, cw, k = cells.shape
     q = per_tile
     gh, gw = -(-ch // q), -(-cw // q)
-    if coverage.min() == 1.0:  # whole cells: block means, the whole blocks in one call, the leftover row and column apart
+    if (
+        coverage.min() == 1.0
+    ):  # whole cells: block means, the whole blocks in one call, the leftover row and column apart
         h0, w0 = ch // q, cw // q
         out = np.empty((gh, gw, k), np.float32)
         if h0 and w0:
-            out[:h0, :w0] = cv2.resize(cells[: h0 * q, : w0 * q], (w0, h0), interpolation=cv2.INTER_AREA
-                                       ).reshape(h0, w0, k)
+            out[:h0, :w0] = cv2.resize(cells[: h0 * q, : w0 * q], (w0, h0), interpolation=cv2.INTER_AREA).reshape(
+                h0, w0, k
+            )
         if h0 < gh and w0:
             out[h0, :w0] = cells[h0 * q :, : w0 * q].reshape(ch - h0 * q, w0, q, k).mean(axis=(0, 2))
         if w0 < gw and h0:
@@ -220,7 +237,8 @@ def cells_to_tiles(cells: np.ndarray, coverage: np.ndarray, per_tile: int) -> np
         pad = (0, gh * q - ch, 0, gw * q - cw, cv2.BORDER_CONSTANT)
         x, coverage = cv2.copyMakeBorder(x, *pad, value=0), cv2.copyMakeBorder(coverage, *pad, value=0)
     means = cv2.resize(x, (gw, gh), interpolation=cv2.INTER_AREA).reshape(gh, gw, k)  # block means
-    return means / cv2.resize(coverage, (gw, gh), interpolation=cv2.INTER_AREA)[..., None]
+    tiles: np.ndarray = means / cv2.resize(coverage, (gw, gh), interpolation=cv2.INTER_AREA)[..., None]
+    return tiles
 
 
 def grey_cells(gray: np.ndarray, cell: int) -> np.ndarray:
@@ -238,8 +256,9 @@ def grey_cells(gray: np.ndarray, cell: int) -> np.ndarray:
 CROP_CALL_TILES = 16
 
 
-def cover_tiles(pick: np.ndarray, margin: float, block: int = 2, call_cost: float = CROP_CALL_TILES
-                ) -> list[tuple[int, int, int, int]]:
+def cover_tiles(
+    pick: np.ndarray, margin: float, block: int = 2, call_cost: float = CROP_CALL_TILES
+) -> list[tuple[int, int, int, int]]:
     """Rectangles of tiles that cover every picked tile while keeping the pixels their crops read small.
 
     The grid is cut into blocks of ``block`` x ``block`` tiles; each 8-connected group of blocks holding a picked
@@ -256,20 +275,31 @@ def cover_tiles(pick: np.ndarray, margin: float, block: int = 2, call_cost: floa
     bh, bw = -(-gh // block), -(-gw // block)
     padded = np.zeros((bh * block, bw * block), bool)
     padded[:gh, :gw] = pick
-    blocks = padded.reshape(bh, block, bw, block).any(axis=(1, 3)).astype(np.uint8)
+    # any() over 2 of 4 axes is an array (NumPy's stubs: an array or a scalar)
+    blocks = cast(Bools, padded.reshape(bh, block, bw, block).any(axis=(1, 3))).astype(np.uint8)
     n, _, stats, _ = cv2.connectedComponentsWithStats(blocks, connectivity=8)
     if n <= 1:
         return []
     top, left = stats[1:, cv2.CC_STAT_TOP], stats[1:, cv2.CC_STAT_LEFT]
-    rects = np.stack([top * block, left * block, np.minimum((top + stats[1:, cv2.CC_STAT_HEIGHT]) * block, gh),
-                      np.minimum((left + stats[1:, cv2.CC_STAT_WIDTH]) * block, gw)], axis=1).astype(np.float64)
+    rects = np.stack(
+        [
+            top * block,
+            left * block,
+            np.minimum((top + stats[1:, cv2.CC_STAT_HEIGHT]) * block, gh),
+            np.minimum((left + stats[1:, cv2.CC_STAT_WIDTH]) * block, gw),
+        ],
+        axis=1,
+    ).astype(np.float64)
 
     def cost(r: np.ndarray) -> np.ndarray:
-        return (r[..., 2] - r[..., 0] + 2 * margin) * (r[..., 3] - r[..., 1] + 2 * margin) + call_cost
+        out: np.ndarray = (r[..., 2] - r[..., 0] + 2 * margin) * (r[..., 3] - r[..., 1] + 2 * margin) + call_cost
+        return out
 
     while len(rects) > 1:
-        merged = np.concatenate([np.minimum(rects[:, None, :2], rects[None, :, :2]),
-                                 np.maximum(rects[:, None, 2:], rects[None, :, 2:])], axis=-1)
+        merged = np.concatenate(
+            [np.minimum(rects[:, None, :2], rects[None, :, :2]), np.maximum(rects[:, None, 2:], rects[None, :, 2:])],
+            axis=-1,
+        )
         c = cost(rects)
         saving = c[:, None] + c[None, :] - cost(merged)
         np.fill_diagonal(saving, -np.inf)
@@ -281,19 +311,24 @@ def cover_tiles(pick: np.ndarray, margin: float, block: int = 2, call_cost: floa
     return [(int(a), int(b), int(c), int(d)) for a, b, c, d in rects]
 
 
-def crop_box(rect: tuple[int, int, int, int], margin: int, patch: int, shape: tuple[int, int]
-             ) -> tuple[tuple[int, int, int, int], tuple[int, int, int, int]]:
+def crop_box(
+    rect: tuple[int, int, int, int], margin: int, patch: int, shape: tuple[int, int]
+) -> tuple[tuple[int, int, int, int], tuple[int, int, int, int]]:
     """Pixels of a tile rectangle and of its crop: ``((y0, x0, y1, x1), (cy0, cx0, cy1, cx1))``, the crop reaching
     ``margin`` px further (its origin even, so half-resolution copies align with the frame's), clipped at the image
     border, where the filters' own border rule applies as in a full encode."""
     h, w = shape
     r0, c0, r1, c1 = rect
     y0, x0, y1, x1 = r0 * patch, c0 * patch, min(r1 * patch, h), min(c1 * patch, w)
-    return (y0, x0, y1, x1), (max(y0 - margin, 0) & ~1, max(x0 - margin, 0) & ~1, min(y1 + margin, h),
-                              min(x1 + margin, w))
+    return (y0, x0, y1, x1), (
+        max(y0 - margin, 0) & ~1,
+        max(x0 - margin, 0) & ~1,
+        min(y1 + margin, h),
+        min(x1 + margin, w),
+    )
 
 
-def splat_matrix(dest_x: np.ndarray, dest_y: np.ndarray):
+def splat_matrix(dest_x: np.ndarray, dest_y: np.ndarray) -> Any:
     """The (N, N) sparse matrix, N = gh * gw, that moves tile values to their flow destinations.
 
     Each source tile's value is splatted bilinearly around ``(dest_x, dest_y)``; a destination that receives more
@@ -319,7 +354,7 @@ def splat_matrix(dest_x: np.ndarray, dest_y: np.ndarray):
     return sparse.csc_matrix((vals / np.maximum(received, 1.0)[rows], rows, indptr), shape=(n, n))
 
 
-def warp_tile_maps(splat, maps: list[np.ndarray]) -> list[np.ndarray]:
+def warp_tile_maps(splat: Any, maps: list[np.ndarray]) -> list[np.ndarray]:
     """Apply a :func:`splat_matrix` to (gh, gw) tile maps, all at once."""
     if not maps:
         return []

@@ -6,7 +6,8 @@ image, and request bodies ready to post.
   picture, what it bills, its limits, its request format (Qwen2-VL through transformers' own image processor).
 * ``formats`` -- the request bodies: OpenAI chat completions, Anthropic messages, Gemini generateContent, and the
   chat-template messages of a local model's processor.
-* ``plan`` -- the crop planner (:func:`plan_for`: a :class:`Selection` and a rule in, a :class:`Plan` out).
+* ``plan`` -- the crop planner (:func:`plan_for`: a :class:`Selection` and a rule in, a :class:`Plan` out), whose
+  search (what a region costs, how tokens group into crops) is ``crops``.
 * ``pictures`` -- the plan's pixels: as sent, as the model sees them, and back at the source size.
 * ``payload`` -- :func:`build_request`: OpenAI / Anthropic / Gemini JSON bodies, Qwen2-VL processor inputs, and the
   token ledger (plan vs whole image vs a uniform resize).
@@ -16,10 +17,23 @@ Names load on first use (:mod:`foveate._lazy`): the rules need NumPy only.
 
 from .._lazy import lazy_exports
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    **{n: ".payload" for n in ("Request", "build_body", "build_request", "picture_line")},
-    **{n: ".pictures" for n in ("cut_picture", "cut_pictures", "seen_view", "source_view")},
-    **{n: ".plan" for n in ("PICTURE_TEXT_TOKENS", "Picture", "Plan", "plan_for", "plan_tokens", "price_regions",
-                            "uniform_picture")},
-    **{n: ".rules" for n in ("Sending", "VlmRule", "get_rule", "list_rules", "register_rule", "rules_help")},
-})
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        **{n: ".payload" for n in ("Request", "build_body", "build_request", "picture_line")},
+        **{n: ".pictures" for n in ("cut_picture", "cut_pictures", "seen_view", "source_view")},
+        **{
+            n: ".plan"
+            for n in (
+                "PICTURE_TEXT_TOKENS",
+                "Picture",
+                "Plan",
+                "plan_for",
+                "plan_tokens",
+                "uniform_picture",
+            )
+        },
+        "price_regions": ".crops",
+        **{n: ".rules" for n in ("Sending", "VlmRule", "get_rule", "list_rules", "register_rule", "rules_help")},
+    },
+)

@@ -11,8 +11,9 @@ Each VLM rule names the format its provider takes (:attr:`foveate.vlm.rules.base
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .plan import Picture
@@ -28,40 +29,75 @@ class RequestFormat:
     api: str
     description: str
 
-    def body(self, model: str, lines: Sequence[str], pictures: Sequence[Picture], encoded: Sequence[str],
-             media: str, question: str) -> dict[str, Any]:
+    def body(
+        self,
+        model: str,
+        lines: Sequence[str],
+        pictures: Sequence[Picture],
+        encoded: Sequence[str],
+        media: str,
+        question: str,
+    ) -> dict[str, Any]:
         """The JSON body for pictures already encoded as base64 ``encoded`` strings of type ``media``, each introduced
         by its line of ``lines``, then ``question``."""
         raise NotImplementedError
 
 
 class OpenAIChat(RequestFormat):
-    def body(self, model: str, lines: Sequence[str], pictures: Sequence[Picture], encoded: Sequence[str],
-             media: str, question: str) -> dict[str, Any]:
+    def body(
+        self,
+        model: str,
+        lines: Sequence[str],
+        pictures: Sequence[Picture],
+        encoded: Sequence[str],
+        media: str,
+        question: str,
+    ) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
         for line, pic, data in zip(lines, pictures, encoded):
             image_url = {"url": f"data:{media};base64,{data}"}
             if pic.option is not None:
                 image_url["detail"] = pic.option
             content += [{"type": "text", "text": line}, {"type": "image_url", "image_url": image_url}]
-        return {"model": model, "messages": [{"role": "user", "content": content + [{"type": "text",
-                                                                                      "text": question}]}]}
+        return {
+            "model": model,
+            "messages": [{"role": "user", "content": content + [{"type": "text", "text": question}]}],
+        }
 
 
 class AnthropicMessages(RequestFormat):
-    def body(self, model: str, lines: Sequence[str], pictures: Sequence[Picture], encoded: Sequence[str],
-             media: str, question: str) -> dict[str, Any]:
+    def body(
+        self,
+        model: str,
+        lines: Sequence[str],
+        pictures: Sequence[Picture],
+        encoded: Sequence[str],
+        media: str,
+        question: str,
+    ) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
         for line, data in zip(lines, encoded):
-            content += [{"type": "text", "text": line},
-                        {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}]
-        return {"model": model, "max_tokens": ANTHROPIC_MAX_TOKENS,
-                "messages": [{"role": "user", "content": content + [{"type": "text", "text": question}]}]}
+            content += [
+                {"type": "text", "text": line},
+                {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}},
+            ]
+        return {
+            "model": model,
+            "max_tokens": ANTHROPIC_MAX_TOKENS,
+            "messages": [{"role": "user", "content": content + [{"type": "text", "text": question}]}],
+        }
 
 
 class GeminiContents(RequestFormat):
-    def body(self, model: str, lines: Sequence[str], pictures: Sequence[Picture], encoded: Sequence[str],
-             media: str, question: str) -> dict[str, Any]:
+    def body(
+        self,
+        model: str,
+        lines: Sequence[str],
+        pictures: Sequence[Picture],
+        encoded: Sequence[str],
+        media: str,
+        question: str,
+    ) -> dict[str, Any]:
         parts: list[dict[str, Any]] = []
         for line, data in zip(lines, encoded):
             parts += [{"text": line}, {"inline_data": {"mime_type": media, "data": data}}]
@@ -69,13 +105,22 @@ class GeminiContents(RequestFormat):
 
 
 class ProcessorMessages(RequestFormat):
-    def body(self, model: str, lines: Sequence[str], pictures: Sequence[Picture], encoded: Sequence[str],
-             media: str, question: str) -> dict[str, Any]:
+    def body(
+        self,
+        model: str,
+        lines: Sequence[str],
+        pictures: Sequence[Picture],
+        encoded: Sequence[str],
+        media: str,
+        question: str,
+    ) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
         for line in lines:
             content += [{"type": "text", "text": line}, {"type": "image"}]
-        return {"model": model, "messages": [{"role": "user", "content": content + [{"type": "text",
-                                                                                      "text": question}]}]}
+        return {
+            "model": model,
+            "messages": [{"role": "user", "content": content + [{"type": "text", "text": question}]}],
+        }
 
 
 OPENAI_CHAT = OpenAIChat("openai", "OpenAI chat completions (and OpenAI-compatible servers)")
@@ -84,5 +129,6 @@ GEMINI_CONTENTS = GeminiContents("gemini", "Gemini generateContent")
 QWEN_PROCESSOR = ProcessorMessages("qwen2-vl", "chat-template messages; the pixels as the processor's inputs")
 
 #: the formats by ``api`` name (:func:`foveate.vlm.payload.build_body`)
-FORMATS: dict[str, RequestFormat] = {f.api: f for f in (OPENAI_CHAT, ANTHROPIC_MESSAGES, GEMINI_CONTENTS,
-                                                        QWEN_PROCESSOR)}
+FORMATS: dict[str, RequestFormat] = {
+    f.api: f for f in (OPENAI_CHAT, ANTHROPIC_MESSAGES, GEMINI_CONTENTS, QWEN_PROCESSOR)
+}

@@ -16,7 +16,7 @@ import numpy as np
 from ..core.errors import ConfigError
 from ..core.io import encode_image
 from ..selection import Selection
-from .formats import ANTHROPIC_MAX_TOKENS, FORMATS
+from .formats import FORMATS
 from .pictures import cut_pictures
 from .plan import Picture, Plan, plan_for
 from .rules import VlmRule, get_rule
@@ -29,7 +29,7 @@ class Request:
     """A request ready to post: ``body`` (JSON-able), the ``plan`` it follows, the ``pictures`` as sent (RGB
     arrays), the ``lines`` introducing them, and for Qwen2-VL the processor's ``inputs`` (torch tensors)."""
 
-    body: dict
+    body: dict[str, Any]
     plan: Plan
     pictures: list[np.ndarray]
     lines: list[str]
@@ -45,7 +45,7 @@ class Request:
         """The pictures as data URLs, in body order (empty when the request carries processor inputs)."""
         return [f"data:{self.media};base64,{data}" for data in self.encoded]
 
-    def ledger(self) -> dict:
+    def ledger(self) -> dict[str, Any]:
         """The plan's ledger plus the request's model, API, lines and an estimate of their text tokens
         (4 characters a token: each API's own tokenizer decides)."""
         doc = self.plan.to_dict()
@@ -77,8 +77,9 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def build_body(api: str, model: str, lines: list[str], pictures: list[Picture], encoded: list[str], media: str,
-               question: str) -> dict[str, Any]:
+def build_body(
+    api: str, model: str, lines: list[str], pictures: list[Picture], encoded: list[str], media: str, question: str
+) -> dict[str, Any]:
     """The JSON body of the request format ``api`` (``openai``, ``anthropic``, ``gemini`` or ``qwen2-vl``:
     :mod:`.formats`) for pictures already encoded as base64 ``encoded`` strings of type ``media``."""
     fmt = FORMATS.get(api)
@@ -87,9 +88,18 @@ def build_body(api: str, model: str, lines: list[str], pictures: list[Picture], 
     return fmt.body(model, lines, pictures, encoded, media, question)
 
 
-def build_request(image: np.ndarray, selection: Selection, rule: VlmRule | str = "openai",
-                  question: str | None = None, *, model: str | None = None, image_format: str = "png",
-                  plan: Plan | None = None, max_pictures: int | None = None, inputs: bool = True) -> Request:
+def build_request(
+    image: np.ndarray,
+    selection: Selection,
+    rule: VlmRule | str = "openai",
+    question: str | None = None,
+    *,
+    model: str | None = None,
+    image_format: str = "png",
+    plan: Plan | None = None,
+    max_pictures: int | None = None,
+    inputs: bool = True,
+) -> Request:
     """The request body for ``selection`` of ``image`` (H, W, 3) uint8 RGB (a texture's ``.image``) under
     ``rule``: plan (unless given), cut and resize the pictures, encode them (``png`` or ``jpeg``), introduce each
     with one line, ask ``question`` (default: the selection's query text).  No network call.  Qwen2-VL: the
@@ -114,6 +124,10 @@ def build_request(image: np.ndarray, selection: Selection, rule: VlmRule | str =
     t3 = time.perf_counter()
     body = rule.body(model, lines, plan.pictures, encoded, MEDIA[fmt], q)
     t4 = time.perf_counter()
-    timings = {"plan": plan.timings_ms.get("plan", (t1 - t0) * 1e3) if plan.timings_ms else (t1 - t0) * 1e3,
-               "pictures": (t2 - t1) * 1e3, "encode": (t3 - t2) * 1e3, "body": (t4 - t3) * 1e3}
+    timings = {
+        "plan": plan.timings_ms.get("plan", (t1 - t0) * 1e3) if plan.timings_ms else (t1 - t0) * 1e3,
+        "pictures": (t2 - t1) * 1e3,
+        "encode": (t3 - t2) * 1e3,
+        "body": (t4 - t3) * 1e3,
+    }
     return Request(body, plan, pics, lines, q, rule.api, model, processor_inputs, timings, encoded, MEDIA[fmt])

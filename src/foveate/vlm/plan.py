@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from ..selection import Selection
+from .crops import EPS, Context, Region, _cover, price_regions
 from .rules.base import VlmRule
 from .rules.registry import get_rule
 
-EPS = 1e-6
 #: text tokens charged per picture while planning: the short line that introduces it (an estimate; a picture
 #: must save more than this to be worth sending on its own)
 PICTURE_TEXT_TOKENS = 24
@@ -53,9 +54,17 @@ class Picture:
         x0, y0, x1, y1 = self.box
         return max((x1 - x0) / self.seen[0], (y1 - y0) / self.seen[1])
 
-    def to_dict(self) -> dict:
-        return {"kind": self.kind, "box": list(self.box), "sent": list(self.sent), "seen": list(self.seen),
-                "scale": round(self.scale, 4), "option": self.option, "tokens": self.tokens, "keeps": self.keeps}
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "box": list(self.box),
+            "sent": list(self.sent),
+            "seen": list(self.seen),
+            "scale": round(self.scale, 4),
+            "option": self.option,
+            "tokens": self.tokens,
+            "keeps": self.keeps,
+        }
 
 
 @dataclass
@@ -83,199 +92,38 @@ class Plan:
     def tokens(self) -> int:
         return sum(p.tokens for p in self.pictures)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """The ledger (JSON-able): rule, image size, tokens of the plan / the whole image / a uniform resize, and
         every picture."""
         return {
-            "rule": self.rule, "model": self.model, "image_size": list(self.image_size),
-            "image_tokens": self.image.tokens, "plan_tokens": self.tokens, "uniform_tokens": self.uniform.tokens,
-            "saving": round(1.0 - self.tokens / max(self.image.tokens, 1), 4), "fallback": self.fallback,
-            "kept_tokens": self.kept, "selected_tokens": self.total,
-            "image": self.image.to_dict(), "uniform": self.uniform.to_dict(),
-            "pictures": [p.to_dict() for p in self.pictures], "notes": list(self.notes),
+            "rule": self.rule,
+            "model": self.model,
+            "image_size": list(self.image_size),
+            "image_tokens": self.image.tokens,
+            "plan_tokens": self.tokens,
+            "uniform_tokens": self.uniform.tokens,
+            "saving": round(1.0 - self.tokens / max(self.image.tokens, 1), 4),
+            "fallback": self.fallback,
+            "kept_tokens": self.kept,
+            "selected_tokens": self.total,
+            "image": self.image.to_dict(),
+            "uniform": self.uniform.to_dict(),
+            "pictures": [p.to_dict() for p in self.pictures],
+            "notes": list(self.notes),
             "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
         }
 
 
-# ----------------------------------------------------------------------------------------------------------
-# Pricing regions
-
-
-def price_regions(rule: VlmRule, boxes: np.ndarray, scales: np.ndarray):
-    """For source regions ``boxes`` (n, 4) that must be seen at ``scales`` (n,) or finer: the cheapest way to send
-    each.  Returns ``(tokens (inf where no option keeps the scale), option index, sent_w, sent_h, seen_w,
-    seen_h)``; each picture is sent at its seen size when the provider would shrink it (the same tokens, and the
-    shrink is then ours, with area interpolation)."""
-    boxes = np.asarray(boxes, np.float64).reshape(-1, 4)
-    scales = np.asarray(scales, np.float64).reshape(-1)
-    bw, bh = boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]
-    fw, fh = rule.fit(bw, bh, scales)
-    n = len(bw)
-    best = np.full(n, np.inf)
-    opt = np.full(n, -1, np.int64)
-    vw, vh = fw.copy(), fh.copy()
-    for k, name in enumerate(rule.options):
-        t, sw, sh = rule.price(fw, fh, name)
-        ok = np.maximum(bw / sw, bh / sh) <= scales * (1 + EPS)
-        take = ok & (t < best)
-        best = np.where(take, t, best)
-        opt = np.where(take, k, opt)
-        vw, vh = np.where(take, sw, vw), np.where(take, sh, vh)
-    shrink = vw * vh < fw * fh
-    return best, opt, np.where(shrink, vw, fw), np.where(shrink, vh, fh), vw, vh
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Grouping tokens into crops
-
-
-def _components(grid: np.ndarray, scales: np.ndarray) -> list[np.ndarray]:
-    """Token indices of each 4-connected component of tokens of the same scale (labelled on that level's grid)."""
-    from scipy import ndimage
-
-    out = []
-    for s in np.unique(scales):
-        idx = np.nonzero(scales == s)[0]
-        f = max(1, int(round(s)))
-        r, c = grid[idx, 0] // f, grid[idx, 1] // f
-        mask = np.zeros((int(r.max()) + 1, int(c.max()) + 1), bool)
-        mask[r, c] = True
-        labels, n = ndimage.label(mask)
-        lab = labels[r, c]
-        order = np.argsort(lab, kind="stable")
-        cuts = np.searchsorted(lab[order], np.arange(2, n + 1))
-        out += [idx[part] for part in np.split(order, cuts) if len(part)]
-    return out
-
-
-def _bbox(boxes: np.ndarray) -> np.ndarray:
-    return np.array([boxes[:, 0].min(), boxes[:, 1].min(), boxes[:, 2].max(), boxes[:, 3].max()], np.float64)
-
-
-def _partition(rule: VlmRule, boxes: np.ndarray, scales: np.ndarray, members: list[np.ndarray], overhead: float):
-    """Each group of tokens as one picture, or split in two at the median of its tokens' centres along its longer
-    side, recursively, where the halves cost less (tokens + ``overhead`` each) or the provider would shrink the
-    whole below its scale.  Returns the pictures' ``(bbox, scale)`` or ``None`` when a single token cannot be
-    kept.  The split tree is built and priced one depth at a time, vectorised over its nodes."""
-    if not members:
-        return []
-    floor = min(s.tokens for s in rule.sendings(1, 1)) + overhead  # the cheapest picture there is
-    cx = (boxes[:, 0] + boxes[:, 2]) / 2
-    cy = (boxes[:, 1] + boxes[:, 3]) / 2
-    idx = np.concatenate(members)
-    starts = np.cumsum([0] + [len(m) for m in members])[:-1]
-    parent = np.full(len(members), -1)
-    cost_l, bb_l, sc_l, par_l = [], [], [], []
-    offset = 0
-    while len(starts):
-        bb = np.stack([np.minimum.reduceat(boxes[idx, 0], starts), np.minimum.reduceat(boxes[idx, 1], starts),
-                       np.maximum.reduceat(boxes[idx, 2], starts), np.maximum.reduceat(boxes[idx, 3], starts)], -1)
-        sc = np.minimum.reduceat(scales[idx], starts)
-        cost = price_regions(rule, bb, sc)[0] + overhead
-        cost_l.append(cost), bb_l.append(bb), sc_l.append(sc), par_l.append(parent)
-        lengths = np.diff(np.append(starts, len(idx)))
-        grow = (lengths > 1) & ~(cost <= 2 * floor)  # a picture this cheap cannot be split into cheaper halves
-        if not grow.any():
-            break
-        seg = np.repeat(np.arange(len(starts)), lengths)
-        wide = (bb[:, 2] - bb[:, 0]) >= (bb[:, 3] - bb[:, 1])
-        key = np.where(wide[seg], cx[idx], cy[idx])
-        keep = grow[seg]
-        order = np.lexsort((key[keep], seg[keep]))
-        idx, seg = idx[keep][order], seg[keep][order]
-        lengths = lengths[grow]
-        first = np.cumsum(np.append(0, lengths))[:-1]
-        half = first + lengths // 2
-        starts = np.sort(np.concatenate([first, half]))
-        parent = offset + np.repeat(np.nonzero(grow)[0], 2)
-        offset += len(cost)
-    cost = np.concatenate(cost_l)
-    bbs, scs, par = np.concatenate(bb_l), np.concatenate(sc_l), np.concatenate(par_l)
-    best = cost.copy()
-    split = np.zeros(len(cost), bool)
-    child_sum = np.zeros(len(cost))
-    has_children = np.zeros(len(cost), bool)
-    for k in range(len(cost) - 1, -1, -1):  # children come after their parent: settle them first
-        if has_children[k] and child_sum[k] < best[k]:
-            best[k], split[k] = child_sum[k], True
-        if par[k] >= 0:
-            child_sum[par[k]] += best[k]
-            has_children[par[k]] = True
-    if not np.isfinite(best[par < 0]).all():
-        return None
-    reached = np.zeros(len(cost), bool)  # every ancestor split: the node is one picture unless split itself
-    for k in range(len(cost)):
-        reached[k] = par[k] < 0 or (reached[par[k]] and split[par[k]])
-    shown = reached & ~split
-    return [(bbs[k], float(scs[k])) for k in np.nonzero(shown)[0]]
-
-
-def _merge(rule: VlmRule, groups: list, overhead: float, limit: int | None):
-    """Greedy merging, in rounds: each round merges the pair that saves the most tokens (+ overhead per picture)
-    and every other disjoint pair that still saves, best first, then prices the new pairs (one vectorised call);
-    until no merge saves.  Then, while there are more than ``limit`` groups, the cheapest feasible merge.  Returns
-    ``(groups, cost)`` or ``None`` when the limit cannot be met."""
-    if not groups:
-        return [], 0.0
-    B = np.array([g[0] for g in groups], np.float64)
-    S = np.array([g[1] for g in groups], np.float64)
-    cost = price_regions(rule, B, S)[0] + overhead
-
-    def pairs(B, S, cost):
-        n = len(B)
-        iu, ju = np.triu_indices(n, 1)
-        mb = np.stack([np.minimum(B[iu, 0], B[ju, 0]), np.minimum(B[iu, 1], B[ju, 1]),
-                       np.maximum(B[iu, 2], B[ju, 2]), np.maximum(B[iu, 3], B[ju, 3])], -1)
-        mc = price_regions(rule, mb, np.minimum(S[iu], S[ju]))[0] + overhead
-        return iu, ju, mb, mc, cost[iu] + cost[ju] - mc
-
-    def apply(B, S, cost, chosen, iu, ju, mb, mc):
-        used = np.zeros(len(B), bool)
-        newB, newS, newC = [], [], []
-        for k in chosen:
-            used[iu[k]] = used[ju[k]] = True
-            newB.append(mb[k]), newS.append(min(S[iu[k]], S[ju[k]])), newC.append(mc[k])
-        keep = ~used
-        return (np.concatenate([B[keep], np.array(newB).reshape(-1, 4)]), np.concatenate([S[keep], newS]),
-                np.concatenate([cost[keep], newC]))
-
-    while len(B) > 1:
-        iu, ju, mb, mc, gain = pairs(B, S, cost)
-        order = np.argsort(-gain, kind="stable")
-        order = order[gain[order] > 0]
-        if not len(order):
-            break
-        taken, chosen = set(), []
-        for k in order.tolist():
-            if iu[k] not in taken and ju[k] not in taken:
-                taken.update((iu[k], ju[k]))
-                chosen.append(k)
-        B, S, cost = apply(B, S, cost, chosen, iu, ju, mb, mc)
-    while limit is not None and len(B) > limit:
-        iu, ju, mb, mc, gain = pairs(B, S, cost)
-        k = int(np.argmax(gain))
-        if not np.isfinite(gain[k]):
-            return None
-        B, S, cost = apply(B, S, cost, [k], iu, ju, mb, mc)
-    return [(B[i], float(S[i])) for i in range(len(B))], float(cost.sum())
-
-
-def _cover(rule: VlmRule, grid: np.ndarray, boxes: np.ndarray, scales: np.ndarray, rest: np.ndarray,
-           overhead: float, cap: int | None):
-    """Crops for the tokens ``rest``: ``(groups, cost)`` or ``None`` when ``cap`` pictures cannot hold them."""
-    if not rest.any():
-        return [], 0.0
-    if cap is not None and cap < 1:
-        return None
-    idx = np.nonzero(rest)[0]
-    groups = _partition(rule, boxes, scales, [idx[m] for m in _components(grid[rest], scales[rest])],
-                        overhead)
-    return None if groups is None else _merge(rule, groups, overhead, cap)
-
-
-def plan_tokens(grid: np.ndarray, scales: np.ndarray, image_size: tuple[int, int], patch: int,
-                rule: VlmRule | str, *, max_pictures: int | None = None,
-                overhead: float = PICTURE_TEXT_TOKENS) -> Plan:
+def plan_tokens(
+    grid: np.ndarray,
+    scales: np.ndarray,
+    image_size: tuple[int, int],
+    patch: int,
+    rule: VlmRule | str,
+    *,
+    max_pictures: int | None = None,
+    overhead: float = PICTURE_TEXT_TOKENS,
+) -> Plan:
     """Plan pictures for tokens given by their level-0 tile spans ``grid`` (K, 4: r0, c0, r1, c1, exclusive ends)
     and required scales (K,: ``2**level``) on an image of ``image_size`` (h, w) cut in ``patch`` px tiles."""
     t0 = time.perf_counter()
@@ -283,19 +131,24 @@ def plan_tokens(grid: np.ndarray, scales: np.ndarray, image_size: tuple[int, int
     h, w = int(image_size[0]), int(image_size[1])
     grid = np.asarray(grid, np.int64).reshape(-1, 4)
     scales = np.asarray(scales, np.float64).reshape(-1)
-    boxes = np.stack([grid[:, 1] * patch, grid[:, 0] * patch, np.minimum(grid[:, 3] * patch, w),
-                      np.minimum(grid[:, 2] * patch, h)], -1).astype(np.float64)
+    boxes = np.stack(
+        [grid[:, 1] * patch, grid[:, 0] * patch, np.minimum(grid[:, 3] * patch, w), np.minimum(grid[:, 2] * patch, h)],
+        -1,
+    ).astype(np.float64)
     sent, whole = rule.whole(w, h)
     image = Picture("image", (0, 0, w, h), sent, whole.seen, whole.tokens, whole.option)
-    limit = rule.max_pictures if max_pictures is None else (
-        max_pictures if rule.max_pictures is None else min(max_pictures, rule.max_pictures))
+    limit = (
+        rule.max_pictures
+        if max_pictures is None
+        else (max_pictures if rule.max_pictures is None else min(max_pictures, rule.max_pictures))
+    )
     page = np.array([[0, 0, w, h]], np.float64)
 
     # context candidates: the page sent at each selected scale, with each option; (tokens, scale, sent, seen, option)
-    contexts: dict[tuple, tuple] = {}
+    contexts: dict[tuple[int, float], Context] = {}
     for c in np.unique(scales):
         fw, fh = rule.fit(page[:, 2], page[:, 3], np.array([c]))
-        for k, name in enumerate(rule.options):
+        for name in rule.options:
             t, sw, sh = rule.price(fw, fh, name)
             e = max(w / sw[0], h / sh[0])
             shrink = sw[0] * sh[0] < fw[0] * fh[0]
@@ -303,17 +156,18 @@ def plan_tokens(grid: np.ndarray, scales: np.ndarray, image_size: tuple[int, int
             key = (int(t[0]), round(e, 9))
             if key not in contexts and (scales >= e * (1 - EPS)).any():
                 contexts[key] = (int(t[0]), e, snt, (int(sw[0]), int(sh[0])), name)
-    best = None  # (objective, context or None, groups)
-    covers: dict[bytes, tuple | None] = {}  # crops for each set of tokens left to them
+    best: tuple[float, Context | None, list[Region]] | None = None  # (objective, context or None, groups)
+    covers: dict[bytes, tuple[list[Region], float] | None] = {}  # crops for each set of tokens left to them
     for ctx in [None] + sorted(contexts.values(), key=lambda c: c[:2]):
         rest = np.ones(len(scales), bool) if ctx is None else scales < ctx[1] * (1 - EPS)
         cap = None if limit is None else limit - (ctx is not None)
-        key = rest.tobytes() + str(cap).encode()
-        if key not in covers:
-            covers[key] = _cover(rule, grid, boxes, scales, rest, overhead, cap)
-        if covers[key] is None:
+        rest_key = rest.tobytes() + str(cap).encode()
+        if rest_key not in covers:
+            covers[rest_key] = _cover(rule, grid, boxes, scales, rest, overhead, cap)
+        covered = covers[rest_key]
+        if covered is None:
             continue
-        merged, cost = covers[key]
+        merged, cost = covered
         objective = cost + (ctx[0] + overhead if ctx is not None else 0)
         if best is None or objective < best[0] - EPS:
             best = (objective, ctx, merged)
@@ -326,8 +180,10 @@ def plan_tokens(grid: np.ndarray, scales: np.ndarray, image_size: tuple[int, int
     if best is None or best[0] >= image.tokens + overhead - EPS:
         pictures, fallback = [image], True
         if len(scales):
-            notes.append(f"nothing cheaper than the whole image ({image.tokens} tokens under {rule.name}) shows every "
-                         "selected token at its selected scale: sending the image")
+            notes.append(
+                f"nothing cheaper than the whole image ({image.tokens} tokens under {rule.name}) shows every "
+                "selected token at its selected scale: sending the image"
+            )
     else:
         _, ctx, merged = best
         pictures = []
@@ -338,19 +194,41 @@ def plan_tokens(grid: np.ndarray, scales: np.ndarray, image_size: tuple[int, int
             tok, opt, sw, sh, vw, vh = price_regions(rule, gb, np.array([g[1] for g in merged]))
             order = np.lexsort((gb[:, 0], gb[:, 1]))
             for i in order:
-                box = tuple(int(round(v)) for v in gb[i])
+                x0, y0, x1, y1 = (int(round(v)) for v in gb[i])
+                box = (x0, y0, x1, y1)
                 kind = "context" if box == (0, 0, w, h) else "crop"  # a crop of the whole page is the context
-                pictures.append(Picture(kind, box, (int(sw[i]), int(sh[i])), (int(vw[i]), int(vh[i])), int(tok[i]),
-                                        rule.options[int(opt[i])]))
+                pictures.append(
+                    Picture(
+                        kind,
+                        box,
+                        (int(sw[i]), int(sh[i])),
+                        (int(vw[i]), int(vh[i])),
+                        int(tok[i]),
+                        rule.options[int(opt[i])],
+                    )
+                )
         fallback = False
     kept = _keeps(pictures, boxes, scales)
     if fallback and kept < len(scales):
-        notes.append(f"the provider shows the whole image at 1/{image.scale:.3g} scale: {len(scales) - kept} of "
-                     f"{len(scales)} selected tokens fall below their selected scale")
+        notes.append(
+            f"the provider shows the whole image at 1/{image.scale:.3g} scale: {len(scales) - kept} of "
+            f"{len(scales)} selected tokens fall below their selected scale"
+        )
     uniform = uniform_picture(rule, w, h, sum(p.tokens for p in pictures))
     t2 = time.perf_counter()
-    return Plan(rule.name, rule.default_model, (w, h), pictures, image, uniform, fallback, kept, len(scales), notes,
-                {"search": (t1 - t0) * 1e3, "plan": (t2 - t0) * 1e3})
+    return Plan(
+        rule.name,
+        rule.default_model,
+        (w, h),
+        pictures,
+        image,
+        uniform,
+        fallback,
+        kept,
+        len(scales),
+        notes,
+        {"search": (t1 - t0) * 1e3, "plan": (t2 - t0) * 1e3},
+    )
 
 
 def _keeps(pictures: list[Picture], boxes: np.ndarray, scales: np.ndarray) -> int:
@@ -389,13 +267,25 @@ def uniform_picture(rule: VlmRule | str, w: int, h: int, tokens: int) -> Picture
         i, name = 0, min(rule.options, key=lambda o: rule.tokens(int(ws[0]), int(hs[0]), o))
     else:
         _, i, name = best
-    t, vw, vh = rule.price(ws[i:i + 1], hs[i:i + 1], name)
+    t, vw, vh = rule.price(ws[i : i + 1], hs[i : i + 1], name)
     return Picture("uniform", (0, 0, w, h), (int(ws[i]), int(hs[i])), (int(vw[0]), int(vh[0])), int(t[0]), name)
 
 
-def plan_for(selection: Selection, rule: VlmRule | str = "openai", *, max_pictures: int | None = None,
-             overhead: float = PICTURE_TEXT_TOKENS) -> Plan:
+def plan_for(
+    selection: Selection,
+    rule: VlmRule | str = "openai",
+    *,
+    max_pictures: int | None = None,
+    overhead: float = PICTURE_TEXT_TOKENS,
+) -> Plan:
     """The pictures to send for ``selection`` under ``rule`` (a spec such as ``"openai"`` or a :class:`VlmRule`).
     Pure: reads the selection's tile spans, levels, image size and patch size only."""
-    return plan_tokens(selection.grid, np.exp2(selection.levels.astype(np.float64)), selection.image_size,
-                       selection.patch_size, rule, max_pictures=max_pictures, overhead=overhead)
+    return plan_tokens(
+        selection.grid,
+        np.exp2(selection.levels.astype(np.float64)),
+        selection.image_size,
+        selection.patch_size,
+        rule,
+        max_pictures=max_pictures,
+        overhead=overhead,
+    )

@@ -17,6 +17,20 @@ Names load on first use (:mod:`foveate._lazy`), so ``foveate.weights.defaults`` 
 
 from .._lazy import lazy_exports
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    n: ".weights" for n in ("DEFAULT_PATH", "FORMAT", "FORMAT_VERSION", "FloorGate", "TextTerm", "Weights",
-                            "WeightsSpec", "clear_weights_cache", "load_weights")})
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        n: ".weights"
+        for n in (
+            "DEFAULT_PATH",
+            "FORMAT",
+            "FORMAT_VERSION",
+            "FloorGate",
+            "TextTerm",
+            "Weights",
+            "WeightsSpec",
+            "clear_weights_cache",
+            "load_weights",
+        )
+    },
+)

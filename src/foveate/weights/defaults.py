@@ -12,19 +12,19 @@ from __future__ import annotations
 
 #: channel -> (weight on the mean-mip, weight on the max-mip).  Channels not listed weigh 0.
 DEFAULT_WEIGHTS: dict[str, tuple[float, float]] = {
-    "saliency": (0.5, 1.0),          # what stands out
-    "edges_dark": (0.0, 0.4),        # ink, strokes, contours (max: a small detail survives coarse levels)
+    "saliency": (0.5, 1.0),  # what stands out
+    "edges_dark": (0.0, 0.4),  # ink, strokes, contours (max: a small detail survives coarse levels)
     "edges_light": (0.0, 0.4),
-    "highpass": (0.5, 0.0),          # fine texture
-    "eccentricity": (-0.5, 0.0),     # mild centre bias
-    "edge_distance": (-0.5, 0.0),    # far from any edge = flat = little to see
-    "boundaries": (0.0, 0.3),        # object outlines
-    "motion": (0.5, 0.5),            # video: what moves
-    "prev_relevance": (0.5, 0.0),    # video: what mattered a frame ago (warped)
-    "fixations": (0.2, 0.0),         # video: what was looked at
-    "text": (0.5, 1.0),              # OCR text regions
-    "text_density": (0.0, 0.5),      # small, dense print (characters per tile)
-    "attn_vlm": (1.0, 0.5),          # caller-supplied maps
+    "highpass": (0.5, 0.0),  # fine texture
+    "eccentricity": (-0.5, 0.0),  # mild centre bias
+    "edge_distance": (-0.5, 0.0),  # far from any edge = flat = little to see
+    "boundaries": (0.0, 0.3),  # object outlines
+    "motion": (0.5, 0.5),  # video: what moves
+    "prev_relevance": (0.5, 0.0),  # video: what mattered a frame ago (warped)
+    "fixations": (0.2, 0.0),  # video: what was looked at
+    "text": (0.5, 1.0),  # OCR text regions
+    "text_density": (0.0, 0.5),  # small, dense print (characters per tile)
+    "attn_vlm": (1.0, 0.5),  # caller-supplied maps
     "attn_accum": (0.5, 0.0),
     "gaze": (1.0, 0.5),
 }
@@ -33,14 +33,20 @@ USER_CHANNEL_WEIGHT = (1.0, 0.5)
 
 #: channel -> weight on the max-mip for the need for detail
 DEFAULT_NEED: dict[str, float] = {
-    "edges_dark": 0.5, "edges_light": 0.5, "highpass": 1.0, "lowpass": 0.5, "text": 1.0, "boundaries": 0.3,
+    "edges_dark": 0.5,
+    "edges_light": 0.5,
+    "highpass": 1.0,
+    "lowpass": 0.5,
+    "text": 1.0,
+    "boundaries": 0.3,
     "text_density": 2.0,  # small print must reach level 0 to stay legible
 }
 NEED_FLOOR = 0.05
 
 #: Scorer weight of each built-in query term (its map is in [-1, 1] or [0, 1]).  A full text match adds 10 to the
-#: log-relevance and a box prompt 4, so the matched region outranks every unrelated line of print (the text weight was
-#: tuned on FUNSD from 4: docs/lab/journal.md, "Hand-set weights on FUNSD and COCO"); the emphasis rule is a clear but secondary push; the semantic cosine map a moderate one.
+#: log-relevance and a box prompt 4, so the matched region outranks every unrelated line of print (the text weight
+#: was tuned on FUNSD from 4: docs/lab/journal.md, "Hand-set weights on FUNSD and COCO"); the emphasis rule is a clear
+#: but secondary push; the semantic cosine map a moderate one.
 QUERY_WEIGHTS: dict[str, float] = {"prompt": 4.0, "text": 10.0, "emphasis": 1.5, "semantic": 2.0}
 #: Weight of each query term's map in the need for detail.  What the text term paints is text to be read, so it is
 #: refined to full resolution even where a tile only grazes the ink.

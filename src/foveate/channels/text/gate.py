@@ -62,8 +62,15 @@ class GateResult:
     ms: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"detector": self.detector, "blobs": self.blobs, "share": round(self.share, 4), "ms": round(self.ms, 2),
-                "side": GATE_SIDE, "threshold": GATE_THRESHOLD, "min_step": GATE_MIN_STEP}
+        return {
+            "detector": self.detector,
+            "blobs": self.blobs,
+            "share": round(self.share, 4),
+            "ms": round(self.ms, 2),
+            "side": GATE_SIDE,
+            "threshold": GATE_THRESHOLD,
+            "min_step": GATE_MIN_STEP,
+        }
 
 
 def _normalise(pre: Any, bgr: np.ndarray) -> np.ndarray:

@@ -9,7 +9,8 @@ the other groups (onnxruntime and torch release the GIL), so its OCR runs beside
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from ...core.device import ENCODE_TORCH_THREADS, request_threads
 from ...core.ops import axis_overlap
 from ..base import ChannelGroup, EncodeContext
 from .embed import TEXT_EMBEDDER, embed_texts
-from .ocr import OCR_ENGINE, OcrLine, ocr_result
+from .ocr import DEFAULT_OCR_MODE, OCR_ENGINE, OcrLine, ocr_result
 
 if TYPE_CHECKING:
     from ...core.texture import Texture
@@ -45,8 +46,14 @@ def box_tile_overlap(box: Sequence[float], grid: tuple[int, int], patch: int) ->
     return rs, cs, np.outer(fy[0, rs], fx[0, cs]).astype(np.float32)
 
 
-def paint_boxes(grid: tuple[int, int], patch: int, boxes: Sequence[Sequence[float]], values: Sequence[float],
-                touch: bool = True, fill: float = 0.0) -> np.ndarray:
+def paint_boxes(
+    grid: tuple[int, int],
+    patch: int,
+    boxes: Sequence[Sequence[float]],
+    values: Sequence[float],
+    touch: bool = True,
+    fill: float = 0.0,
+) -> np.ndarray:
     """Paint boxes onto the level-0 tile grid, keeping the maximum where they overlap.
 
     Args:
@@ -120,7 +127,7 @@ def text_channels(lines: Sequence[OcrLine], grid: tuple[int, int], patch: int) -
 
 def _text_group(ctx: EncodeContext) -> np.ndarray:
     t0 = time.perf_counter()
-    result = ocr_result(ctx.image, ctx.config.option("ocr"))
+    result = ocr_result(ctx.image, ctx.config.option("ocr") or DEFAULT_OCR_MODE)
     lines = result.lines
     t1 = time.perf_counter()
     with request_threads(ENCODE_TORCH_THREADS):
@@ -137,10 +144,17 @@ def _text_group(ctx: EncodeContext) -> np.ndarray:
     return text_channels(lines, ctx.grid, ctx.patch)
 
 
-TEXT = ChannelGroup("text", ("text", "text_density"), _text_group, "high",
-                    "OCR (rapidocr) where a detector pass on a small copy finds text (ocr=auto) or on the whole "
-                    "image (ocr=always): text-line mask and characters per tile; lines, words and MiniLM line "
-                    "embeddings are stored with the texture", background=True, fallible=True)
+TEXT = ChannelGroup(
+    "text",
+    ("text", "text_density"),
+    _text_group,
+    "high",
+    "OCR (rapidocr) where a detector pass on a small copy finds text (ocr=auto) or on the whole "
+    "image (ocr=always): text-line mask and characters per tile; lines, words and MiniLM line "
+    "embeddings are stored with the texture",
+    background=True,
+    fallible=True,
+)
 
 
 # ----------------------------------------------------------------------------------------------------------

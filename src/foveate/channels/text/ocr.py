@@ -55,15 +55,24 @@ class OcrLine:
     score: float
     words: tuple[OcrWord, ...] = ()
 
-    def to_dict(self) -> dict:
-        return {"text": self.text, "box": list(self.box), "score": round(self.score, 4),
-                "words": [{"text": w.text, "box": list(w.box), "score": round(w.score, 4)} for w in self.words]}
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "box": list(self.box),
+            "score": round(self.score, 4),
+            "words": [{"text": w.text, "box": list(w.box), "score": round(w.score, 4)} for w in self.words],
+        }
 
     @classmethod
-    def from_dict(cls, d: dict) -> OcrLine:
-        words = tuple(OcrWord(str(w["text"]), tuple(int(v) for v in w["box"]), float(w["score"]))
-                      for w in d.get("words", ()))
-        return cls(str(d["text"]), tuple(int(v) for v in d["box"]), float(d["score"]), words)
+    def from_dict(cls, d: dict[str, Any]) -> OcrLine:
+        words = tuple(OcrWord(str(w["text"]), _box(w["box"]), float(w["score"])) for w in d.get("words", ()))
+        return cls(str(d["text"]), _box(d["box"]), float(d["score"]), words)
+
+
+def _box(values: Any) -> tuple[int, int, int, int]:
+    """Four pixel coordinates ``(x0, y0, x1, y1)`` as ints."""
+    x0, y0, x1, y1 = (int(v) for v in values)
+    return x0, y0, x1, y1
 
 
 _ENGINE_LOCK = threading.Lock()
@@ -76,10 +85,10 @@ class OcrResult:
 
     lines: list[OcrLine]
     mode: str
-    gate: dict | None = None
+    gate: dict[str, Any] | None = None
 
 
-def engine_params(changes: dict | None = None) -> dict:
+def engine_params(changes: dict[str, Any] | None = None) -> dict[str, Any]:
     """rapidocr's settings as foveate reads text, with ``changes`` on top (the benchmark scripts' variants).
 
     onnxruntime runs on :func:`foveate.core.device.ocr_threads` threads and keeps its memory arena (rapidocr turns
@@ -88,12 +97,18 @@ def engine_params(changes: dict | None = None) -> dict:
     from ...core.device import ocr_threads
 
     ort = "EngineConfig.onnxruntime"
-    return {"Global.log_level": "error", "Global.return_word_box": True, f"{ort}.intra_op_num_threads": ocr_threads(),
-            f"{ort}.enable_cpu_mem_arena": True, "Rec.rec_img_shape": [3, 48, REC_MIN_WIDTH], **(changes or {})}
+    return {
+        "Global.log_level": "error",
+        "Global.return_word_box": True,
+        f"{ort}.intra_op_num_threads": ocr_threads(),
+        f"{ort}.enable_cpu_mem_arena": True,
+        "Rec.rec_img_shape": [3, 48, REC_MIN_WIDTH],
+        **(changes or {}),
+    }
 
 
 @functools.lru_cache(maxsize=1)
-def ocr_engine():
+def ocr_engine() -> Any:
     """The rapidocr engine with :func:`engine_params` (models load once per process; the ONNX files ship inside the
     rapidocr wheel)."""
     from rapidocr import RapidOCR

@@ -33,18 +33,47 @@ re-exported from :mod:`foveate.channels.text`.
 from ..._lazy import lazy_exports
 
 _CHANNELS = "foveate.channels.text"
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    **{n: ".embed" for n in (
-        "EMBED_DIM", "EMBED_MAX_TOKENS", "TEXT_EMBEDDER", "_embed_query_cached", "embed_query",
-        "embed_texts", "text_embedder")},
-    **{n: f"{_CHANNELS}.group" for n in ("box_tile_overlap", "paint_boxes", "text_channels", "has_text_group",
-                                         "stored_lines")},
-    **{n: ".layout" for n in ("TextIndex", "layout_neighbours", "text_index")},
-    **{n: ".match" for n in (
-        "MATCH_THRESHOLD", "STOPWORDS", "LineMatch", "QueryText", "fold", "lexical_scores", "match_lines",
-        "normalize_text", "phrase_similarity", "token_similarity", "tokenize")},
-    **{n: f"{_CHANNELS}.ocr" for n in (
-        "OCR_ENGINE", "OcrLine", "OcrWord", "clear_ocr_cache", "ocr_engine", "ocr_lines", "read_text")},
-    **{n: ".handset" for n in ("paint_values", "relevance_map")},
-    **{n: ".term" for n in ("TEXT_NEED", "TEXT_WEIGHT", "text_evidence", "text_query_map")},
-})
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        **{
+            n: ".embed"
+            for n in (
+                "EMBED_DIM",
+                "EMBED_MAX_TOKENS",
+                "TEXT_EMBEDDER",
+                "_embed_query_cached",
+                "embed_query",
+                "embed_texts",
+                "text_embedder",
+            )
+        },
+        **{
+            n: f"{_CHANNELS}.group"
+            for n in ("box_tile_overlap", "paint_boxes", "text_channels", "has_text_group", "stored_lines")
+        },
+        **{n: ".layout" for n in ("TextIndex", "layout_neighbours", "text_index")},
+        **{
+            n: ".match"
+            for n in (
+                "MATCH_THRESHOLD",
+                "STOPWORDS",
+                "LineMatch",
+                "QueryText",
+                "fold",
+                "lexical_scores",
+                "match_lines",
+                "normalize_text",
+                "phrase_similarity",
+                "token_similarity",
+                "tokenize",
+            )
+        },
+        **{
+            n: f"{_CHANNELS}.ocr"
+            for n in ("OCR_ENGINE", "OcrLine", "OcrWord", "clear_ocr_cache", "ocr_engine", "ocr_lines", "read_text")
+        },
+        **{n: ".handset" for n in ("paint_values", "relevance_map")},
+        **{n: ".term" for n in ("TEXT_NEED", "TEXT_WEIGHT", "text_evidence", "text_query_map")},
+    },
+)

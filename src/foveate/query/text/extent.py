@@ -17,7 +17,8 @@ label, not its answer).  The text term then also paints the hull of ``i`` and ``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -33,8 +34,13 @@ RELATIONS = ("right1", "right2", "below1", "below2", "below3", "left", "above")
 GEOMETRY_COLUMNS = ("gap_x", "gap_y", "log_height_ratio", "left_offset", "x_overlap")
 MATCH_COLUMNS = ("lex", "cos", "anchor_lex", "anchor_cos")
 #: every column of a pair's feature row, in order
-COLUMNS = (tuple(f"rel:{r}" for r in RELATIONS) + GEOMETRY_COLUMNS + MATCH_COLUMNS
-           + tuple(f"content:{c}" for c in CONTENT_COLUMNS) + tuple(f"anchor:{c}" for c in CONTENT_COLUMNS))
+COLUMNS = (
+    tuple(f"rel:{r}" for r in RELATIONS)
+    + GEOMETRY_COLUMNS
+    + MATCH_COLUMNS
+    + tuple(f"content:{c}" for c in CONTENT_COLUMNS)
+    + tuple(f"anchor:{c}" for c in CONTENT_COLUMNS)
+)
 #: anchors below this probability get no regions (their painted value would be near the background)
 MIN_ANCHOR = 0.01
 
@@ -75,8 +81,9 @@ def candidate_pairs(right: np.ndarray, below: np.ndarray) -> np.ndarray:
     return np.stack([i[keep], j[keep], rel[keep]], 1)
 
 
-def pair_features(boxes: np.ndarray, content: np.ndarray, pairs: np.ndarray, lexical: np.ndarray,
-                  cosine: np.ndarray) -> np.ndarray:
+def pair_features(
+    boxes: np.ndarray, content: np.ndarray, pairs: np.ndarray, lexical: np.ndarray, cosine: np.ndarray
+) -> np.ndarray:
     """(P, len(COLUMNS)) float32 feature rows of ``pairs`` (:func:`candidate_pairs`).
 
     Args:
@@ -97,8 +104,16 @@ def pair_features(boxes: np.ndarray, content: np.ndarray, pairs: np.ndarray, lex
     gap_x = np.where(right, (a0 - x1) / h, np.where(left, (x0 - a1) / h, 0.0))
     gap_y = np.where(below, (c0 - y1) / h, np.where(above, (y0 - c1) / h, 0.0))
     overlap = (np.minimum(x1, a1) - np.maximum(x0, a0)) / np.maximum(np.minimum(x1 - x0, a1 - a0), 1.0)
-    geometry = np.stack([np.clip(gap_x, -2, 20) / 5, np.clip(gap_y, -2, 10) / 3, np.log(hj / h),
-                         np.abs(a0 - x0) / h / 5, np.clip(overlap, -5, 1)], 1)
+    geometry = np.stack(
+        [
+            np.clip(gap_x, -2, 20) / 5,
+            np.clip(gap_y, -2, 10) / 3,
+            np.log(hj / h),
+            np.abs(a0 - x0) / h / 5,
+            np.clip(overlap, -5, 1),
+        ],
+        1,
+    )
     match = np.stack([lexical[j], cosine[j], lexical[i], cosine[i]], 1)
     return np.concatenate([onehot, geometry, match, content[j], content[i]], 1).astype(np.float32)
 
@@ -120,12 +135,17 @@ def hulls(boxes: np.ndarray, pairs: np.ndarray) -> np.ndarray:
 class AnswerExtent(nn.Module):
     """``q_ij``: a logistic model over standardised :data:`COLUMNS` rows (trained by :mod:`foveate.train.extent`)."""
 
+    mean: torch.Tensor  # buffers: the training pairs' standardisation
+    scale: torch.Tensor
+
     def __init__(self, columns: Sequence[str] = COLUMNS) -> None:
         super().__init__()
         self.columns = tuple(columns)
         if self.columns != COLUMNS:  # the rows are computed here: a model of other columns cannot read them
-            raise ValueError(f"the extent model reads {len(self.columns)} columns that are not this foveate's "
-                             f"{len(COLUMNS)} pair features")
+            raise ValueError(
+                f"the extent model reads {len(self.columns)} columns that are not this foveate's "
+                f"{len(COLUMNS)} pair features"
+            )
         f = len(self.columns)
         self.register_buffer("mean", torch.zeros(f))
         self.register_buffer("scale", torch.ones(f))
@@ -148,8 +168,9 @@ class AnswerExtent(nn.Module):
         return {"columns": list(self.columns)}
 
 
-def answer_regions(index: TextIndex, probs: np.ndarray, lexical: np.ndarray, cosine: np.ndarray,
-                   extent: AnswerExtent) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def answer_regions(
+    index: TextIndex, probs: np.ndarray, lexical: np.ndarray, cosine: np.ndarray, extent: AnswerExtent
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The pairs ``(i, j, relation)`` of each likely line (probability >= :data:`MIN_ANCHOR`) with its candidate
     neighbours, their hulls, their probabilities ``p_i q_ij`` and the smaller of the two lines' heights:
     ``((R, 3) int64, (R, 4), (R,), (R,))``, empty when no line is likely."""
@@ -160,5 +181,9 @@ def answer_regions(index: TextIndex, probs: np.ndarray, lexical: np.ndarray, cos
     rows = pair_features(index.boxes, line_contents(index), pairs, lexical, cosine)
     q = extent.probabilities(rows)
     h = index.boxes[:, 3] - index.boxes[:, 1]
-    return (pairs, hulls(index.boxes, pairs), np.asarray(probs, np.float64)[pairs[:, 0]] * q,
-            np.minimum(h[pairs[:, 0]], h[pairs[:, 1]]))
+    return (
+        pairs,
+        hulls(index.boxes, pairs),
+        np.asarray(probs, np.float64)[pairs[:, 0]] * q,
+        np.minimum(h[pairs[:, 0]], h[pairs[:, 1]]),
+    )

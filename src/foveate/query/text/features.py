@@ -32,8 +32,11 @@ if TYPE_CHECKING:
 MONEY = re.compile(r"(?<![\d/:])\d{1,3}(?:[,.\s]?\d{3})*[.,]\d{2}(?![\d/:])")
 CURRENCY = re.compile(r"[$£€¥₹]|\b(?:rm|rs|usd|eur|gbp|sgd|inr|chf)\b", re.I)
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
-DATE = re.compile(rf"\b\d{{1,4}}[/.\-]\d{{1,2}}[/.\-]\d{{2,4}}\b|\b\d{{1,2}}\s*{_MONTH}\s*,?\s*\d{{2,4}}\b"
-                  rf"|\b{_MONTH}\s*\d{{1,2}}\s*,?\s*\d{{2,4}}\b", re.I)
+DATE = re.compile(
+    rf"\b\d{{1,4}}[/.\-]\d{{1,2}}[/.\-]\d{{2,4}}\b|\b\d{{1,2}}\s*{_MONTH}\s*,?\s*\d{{2,4}}\b"
+    rf"|\b{_MONTH}\s*\d{{1,2}}\s*,?\s*\d{{2,4}}\b",
+    re.I,
+)
 TIME = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2})?\s*(?:[ap]\.?m\.?)?", re.I)
 PHONE = re.compile(r"\+?\d[\d\s().\-]{6,}\d")
 PERCENT = re.compile(r"\d\s*%")
@@ -41,22 +44,72 @@ WEB = re.compile(r"@|www|\.com\b|https?:", re.I)
 
 #: What kinds of answer a question can ask for; a question's intent features are its MiniLM cosine to each.
 ANSWER_KINDS = (
-    "a date", "a time of day", "an amount of money, a price or a total", "the name of a company, store or shop",
-    "a person's name", "a street address", "a phone number", "a reference number or code",
-    "a quantity, how many", "an email address",
+    "a date",
+    "a time of day",
+    "an amount of money, a price or a total",
+    "the name of a company, store or shop",
+    "a person's name",
+    "a street address",
+    "a phone number",
+    "a reference number or code",
+    "a quantity, how many",
+    "an email address",
 )
 
 CONTENT_COLUMNS = (
-    "length", "digits", "letters", "upper", "money", "date", "time", "phone", "ends_colon", "currency", "words",
-    "numeric_only", "percent", "web", "inner_colon",
+    "length",
+    "digits",
+    "letters",
+    "upper",
+    "money",
+    "date",
+    "time",
+    "phone",
+    "ends_colon",
+    "currency",
+    "words",
+    "numeric_only",
+    "percent",
+    "web",
+    "inner_colon",
 )
 LAYOUT_COLUMNS = (
-    "y", "x", "x0", "x1", "log_height", "height_rank", "y_rank", "y_rank_up", "money_rank", "last_money",
-    "log_row_lines", "rightmost", "leftmost", "right_margin", "first_lines", "height_share",
+    "y",
+    "x",
+    "x0",
+    "x1",
+    "log_height",
+    "height_rank",
+    "y_rank",
+    "y_rank_up",
+    "money_rank",
+    "last_money",
+    "log_row_lines",
+    "rightmost",
+    "leftmost",
+    "right_margin",
+    "first_lines",
+    "height_share",
 )
 RELATION_COLUMNS = (
-    "lex", "cos", "left_lex", "left_cos", "row_lex", "row_cos", "above_lex", "above_cos", "col_lex", "col_cos",
-    "lex_gap", "cos_gap", "match_gap", "near_best_y", "near_best_x", "is_best", "right_of_best", "below_best",
+    "lex",
+    "cos",
+    "left_lex",
+    "left_cos",
+    "row_lex",
+    "row_cos",
+    "above_lex",
+    "above_cos",
+    "col_lex",
+    "col_cos",
+    "lex_gap",
+    "cos_gap",
+    "match_gap",
+    "near_best_y",
+    "near_best_x",
+    "is_best",
+    "right_of_best",
+    "below_best",
 )
 INTENT_COLUMNS = tuple(f"ask:{k}" for k in ANSWER_KINDS)
 LINE_KIND_COLUMNS = tuple(f"is:{k}" for k in ANSWER_KINDS)
@@ -77,10 +130,21 @@ def content_features(text: str) -> list[float]:
     ph = PHONE.search(t)
     phone = ph is not None and sum(c.isdigit() for c in ph.group()) >= 7 and DATE.search(t) is None
     return [
-        np.log1p(len(t)) / 4, digits / n, letters / n, upper / max(letters, 1), float(MONEY.search(t) is not None),
-        float(DATE.search(t) is not None), float(TIME.search(t) is not None), float(phone), float(t.endswith(":")),
-        float(CURRENCY.search(t) is not None), np.log1p(len(t.split())) / 2, float(letters == 0 and digits > 0),
-        float(PERCENT.search(t) is not None), float(WEB.search(t) is not None), float(":" in t[:-1]),
+        np.log1p(len(t)) / 4,
+        digits / n,
+        letters / n,
+        upper / max(letters, 1),
+        float(MONEY.search(t) is not None),
+        float(DATE.search(t) is not None),
+        float(TIME.search(t) is not None),
+        float(phone),
+        float(t.endswith(":")),
+        float(CURRENCY.search(t) is not None),
+        np.log1p(len(t.split())) / 2,
+        float(letters == 0 and digits > 0),
+        float(PERCENT.search(t) is not None),
+        float(WEB.search(t) is not None),
+        float(":" in t[:-1]),
     ]
 
 
@@ -127,11 +191,27 @@ def layout_features(boxes: np.ndarray, texts: list[str], image_size: tuple[int, 
     right_of = row & (x0[None, :] > x0[:, None])
     left_of = row & (x0[None, :] < x0[:, None])
     y_rank = _ranks((y0 + y1) / 2)
-    return np.stack([
-        (y0 + y1) / 2 / h_img, (x0 + x1) / 2 / w_img, x0 / w_img, x1 / w_img, np.log(h / np.median(h)), _ranks(h),
-        y_rank, 1.0 - y_rank, money_rank, last_money, np.log(row.sum(1)), ~right_of.any(1), ~left_of.any(1),
-        np.minimum((x1.max() - x1) / w_img * 5.0, 1.0), np.arange(n) < 3, np.log1p(h / h_img * 100.0) / 3.0,
-    ], 1).astype(np.float32)
+    return np.stack(
+        [
+            (y0 + y1) / 2 / h_img,
+            (x0 + x1) / 2 / w_img,
+            x0 / w_img,
+            x1 / w_img,
+            np.log(h / np.median(h)),
+            _ranks(h),
+            y_rank,
+            1.0 - y_rank,
+            money_rank,
+            last_money,
+            np.log(row.sum(1)),
+            ~right_of.any(1),
+            ~left_of.any(1),
+            np.minimum((x1.max() - x1) / w_img * 5.0, 1.0),
+            np.arange(n) < 3,
+            np.log1p(h / h_img * 100.0) / 3.0,
+        ],
+        1,
+    ).astype(np.float32)
 
 
 def line_contents(index: TextIndex) -> np.ndarray:
@@ -139,8 +219,9 @@ def line_contents(index: TextIndex) -> np.ndarray:
     them)."""
     c = index.cache.get("content")
     if c is None:
-        c = index.cache["content"] = np.array([content_features(ln.text) for ln in index.lines],
-                                              np.float32).reshape(len(index.lines), len(CONTENT_COLUMNS))
+        c = index.cache["content"] = np.array([content_features(ln.text) for ln in index.lines], np.float32).reshape(
+            len(index.lines), len(CONTENT_COLUMNS)
+        )
     return c
 
 
@@ -193,13 +274,29 @@ def relation_features(boxes: np.ndarray, lexical: np.ndarray, cosine: np.ndarray
     dy = ((y0 + y1) - (y0[best] + y1[best])) / 2 / hb
     dx = (x0 - x1[best]) / hb
     is_best = np.arange(n) == best
-    return np.stack([
-        lexical, cosine, at(lexical, nearest_left), at(cosine, nearest_left), best_of(lexical, left),
-        best_of(cosine, left), at(lexical, nearest_above), at(cosine, nearest_above), best_of(lexical, above),
-        best_of(cosine, above), lexical - lexical.max(), cosine - cosine.max(), match - match.max(),
-        np.exp(-np.abs(dy) / 3.0), np.exp(-np.abs(dx) / 10.0) * row[best], match.max() * is_best,
-        row[best] & (x0 >= x1[best] - 0.3 * hb) & ~is_best, above[:, best].astype(np.float64),
-    ], 1).astype(np.float32)
+    return np.stack(
+        [
+            lexical,
+            cosine,
+            at(lexical, nearest_left),
+            at(cosine, nearest_left),
+            best_of(lexical, left),
+            best_of(cosine, left),
+            at(lexical, nearest_above),
+            at(cosine, nearest_above),
+            best_of(lexical, above),
+            best_of(cosine, above),
+            lexical - lexical.max(),
+            cosine - cosine.max(),
+            match - match.max(),
+            np.exp(-np.abs(dy) / 3.0),
+            np.exp(-np.abs(dx) / 10.0) * row[best],
+            match.max() * is_best,
+            row[best] & (x0 >= x1[best] - 0.3 * hb) & ~is_best,
+            above[:, best].astype(np.float64),
+        ],
+        1,
+    ).astype(np.float32)
 
 
 def intent_features(query_embedding: np.ndarray, kind_embeddings: np.ndarray) -> np.ndarray:
@@ -207,10 +304,17 @@ def intent_features(query_embedding: np.ndarray, kind_embeddings: np.ndarray) ->
     return (kind_embeddings @ query_embedding).astype(np.float32)
 
 
-def feature_rows(line_feats: np.ndarray, relations: np.ndarray, intent: np.ndarray,
-                 handset: np.ndarray) -> np.ndarray:
+def feature_rows(line_feats: np.ndarray, relations: np.ndarray, intent: np.ndarray, handset: np.ndarray) -> np.ndarray:
     """Assemble (N, len(COLUMNS)) rows in :data:`COLUMNS` order from the per-page, per-query parts."""
     n = len(line_feats)
     c, lay = len(CONTENT_COLUMNS), len(LAYOUT_COLUMNS)
-    return np.concatenate([line_feats[:, : c + lay], relations, np.broadcast_to(intent, (n, len(intent))),
-                           line_feats[:, c + lay:], handset], 1).astype(np.float32)
+    return np.concatenate(
+        [
+            line_feats[:, : c + lay],
+            relations,
+            np.broadcast_to(intent, (n, len(intent))),
+            line_feats[:, c + lay :],
+            handset,
+        ],
+        1,
+    ).astype(np.float32)

@@ -7,10 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...channels.text.group import paint_boxes
-from ...core.types import F32
 from .layout import TextIndex
 from .match import MATCH_THRESHOLD, LineMatch, semantic_scores
-
 
 #: A line's painted value fades with its distance to the page's best line: exp(-(best - score) / SHARPNESS);
 #: values below MIN_PAINT are not painted (the budget goes to the best matches).
@@ -42,9 +40,11 @@ def spread_lines(index: TextIndex, i: int, v: float) -> list[tuple[str, int, flo
     right on the same row, the lines continuing the first one's block, the chain of lines below it
     (:data:`SPREAD`, :data:`RIGHT_STEPS` ...)."""
     out = []
-    for rel, nxt, steps, decay in (("right", index.right, RIGHT_STEPS, RIGHT_DECAY),
-                                   ("below", index.below, BELOW_STEPS, BELOW_DECAY),
-                                   ("value continued", index.cont, BLOCK_STEPS, RIGHT_DECAY)):
+    for rel, nxt, steps, decay in (
+        ("right", index.right, RIGHT_STEPS, RIGHT_DECAY),
+        ("below", index.below, BELOW_STEPS, BELOW_DECAY),
+        ("value continued", index.cont, BLOCK_STEPS, RIGHT_DECAY),
+    ):
         start = int(index.right[i]) if rel == "value continued" else i
         j, val = int(nxt[start]) if start >= 0 else -1, v * SPREAD[rel]
         for _ in range(steps):
@@ -85,9 +85,11 @@ def relevance_map(index: TextIndex, m: LineMatch) -> np.ndarray:
         v = float(vals[i])
         x0, y0, x1, y1 = index.boxes[i]
         lh = y1 - y0
-        parts = [("match", i, (x0, y0, x1, y1), v),
-                 ("band", i, (x1, y0 - 0.3 * lh, min(w_img, x1 + BAND_HEIGHTS * lh), y1 + 0.3 * lh), v * SPREAD["band"]),
-                 ("strip", i, (x0, y1, x1 + 2 * lh, min(h_img, y1 + STRIP_HEIGHTS * lh)), v * SPREAD["strip"])]
+        parts = [
+            ("match", i, (x0, y0, x1, y1), v),
+            ("band", i, (x1, y0 - 0.3 * lh, min(w_img, x1 + BAND_HEIGHTS * lh), y1 + 0.3 * lh), v * SPREAD["band"]),
+            ("strip", i, (x0, y1, x1 + 2 * lh, min(h_img, y1 + STRIP_HEIGHTS * lh)), v * SPREAD["strip"]),
+        ]
         parts += [(rel, j, tuple(index.boxes[j]), val) for rel, j, val in spread_lines(index, i, v)]
         for rel, j, box, val in parts:
             if rel not in ("band", "strip"):  # OCR boxes hug the ink: pad them (ascenders, underlines, margins)

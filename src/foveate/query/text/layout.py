@@ -53,8 +53,15 @@ def layout_neighbours(boxes: np.ndarray, width: int) -> tuple[np.ndarray, np.nda
     below = np.where(below_ok.any(1), np.where(below_ok, gap_y, np.inf).argmin(1), -1)
     j = np.maximum(below, 0)
     ratio = h[j] / h
-    cont = np.where((below >= 0) & (gap_y[np.arange(n), j] <= 0.8 * h) & (np.abs(x0[j] - x0) <= 2 * h)
-                    & (ratio <= 1.6) & (ratio >= 1 / 1.6), below, -1)
+    cont = np.where(
+        (below >= 0)
+        & (gap_y[np.arange(n), j] <= 0.8 * h)
+        & (np.abs(x0[j] - x0) <= 2 * h)
+        & (ratio <= 1.6)
+        & (ratio >= 1 / 1.6),
+        below,
+        -1,
+    )
     return right.astype(np.int64), below.astype(np.int64), cont.astype(np.int64)
 
 
@@ -95,11 +102,12 @@ def _build_index(texture: Texture) -> TextIndex:
     """The index of the stored OCR lines: tokens, embeddings (recomputed for a texture written without them) and
     layout neighbours."""
     lines = stored_lines(texture) or []
-    emb = texture.tensors.get("text_embeddings")
-    emb = emb.float().numpy() if emb is not None and len(lines) else np.zeros((len(lines), EMBED_DIM), np.float32)
+    stored = texture.tensors.get("text_embeddings")
+    emb = stored.float().numpy() if stored is not None and len(lines) else np.zeros((len(lines), EMBED_DIM), np.float32)
     if emb.shape != (len(lines), EMBED_DIM):  # a texture written without embeddings: recompute them
         emb = embed_texts([ln.text for ln in lines])
-    words, owner = [], []
+    words: list[str] = []
+    owner: list[int] = []
     for i, ln in enumerate(lines):
         toks = tokenize(ln.text)
         words += toks
@@ -107,6 +115,18 @@ def _build_index(texture: Texture) -> TextIndex:
     boxes = np.array([ln.box for ln in lines], np.float64).reshape(-1, 4)
     h, w = texture.image_size
     right, below, cont = layout_neighbours(boxes, w)
-    return TextIndex(lines, boxes, emb, words, [fold(w) for w in words], np.array(owner, np.int64),
-                    ["".join(tokenize(ln.text)) for ln in lines], right, below, cont, texture.level_shapes[0],
-                    texture.patch_size, (h, w))
+    return TextIndex(
+        lines,
+        boxes,
+        emb,
+        words,
+        [fold(w) for w in words],
+        np.array(owner, np.int64),
+        ["".join(tokenize(ln.text)) for ln in lines],
+        right,
+        below,
+        cont,
+        texture.level_shapes[0],
+        texture.patch_size,
+        (h, w),
+    )

@@ -8,8 +8,9 @@ import re
 import threading
 import unicodedata
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,13 +27,15 @@ _FOLD = str.maketrans({"o": "0", "i": "1", "l": "1", "s": "5", "z": "2", "b": "8
 _FOLD_PAIRS = (("rn", "m"), ("vv", "w"), ("cl", "d"))
 #: Words that carry the question's form, not its subject (ignored by the lexical match, kept for the semantic
 #: one).  Words inside quotes are never dropped.
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 a an the and or but if of to in on at by for from with without into onto about as is are was were be been being
 am do does did done have has had having it its it's this that these those there here what which who whom whose
 when where why how i me my we our you your he him his she her they them their can could would should will shall
 may might must please tell show give find get let see look read me us any some all each every much many more most
 value values field fields entry entries heading title say says said written write wrote whats what's
-""".split())
+""".split()
+)
 
 
 def normalize_text(text: str) -> str:
@@ -74,8 +77,9 @@ class QueryText:
         return cls(text, tuple(dict.fromkeys(toks)), phrases, bool(quoted))
 
 
-def token_similarity(query_tokens: Sequence[str], words: Sequence[str],
-                     folded: Sequence[str] | None = None) -> np.ndarray:
+def token_similarity(
+    query_tokens: Sequence[str], words: Sequence[str], folded: Sequence[str] | None = None
+) -> np.ndarray:
     """Similarity in [0, 1] of every query token to every word.
 
     1.0 equal; 0.9 equal after folding OCR confusions or after dropping a trailing 1/l/i from the word (a
@@ -116,7 +120,6 @@ def phrase_similarity(phrase: str, line: str) -> float:
         return 0.0  # too short to find inside other words: the word-level match handles it
     a, b = fold(phrase), fold(line)
     return (fuzz.partial_ratio(a, b) if len(b) >= len(a) else fuzz.ratio(a, b)) / 100.0
-
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -206,5 +209,3 @@ def match_lines(index: TextIndex, text: str) -> LineMatch:
     lex, cos = question_scores(index, text)
     sem = semantic_scores(cos)
     return LineMatch(lex, cos, sem, np.maximum(lex, sem), [])
-
-

@@ -48,8 +48,12 @@ log = logging.getLogger("foveate.query")
 FORMAT = 1
 #: the exported encoder must reproduce the torch embedding of every probe to within this (max abs difference)
 MAX_DIFF = 1e-5
-PROBES = ("What is the total due?", "a", "Wer hat die Rechnung ausgestellt? Größe, Preis: 12,50 €",
-          "date of birth " * 200)
+PROBES = (
+    "What is the total due?",
+    "a",
+    "Wer hat die Rechnung ausgestellt? Größe, Preis: 12,50 €",
+    "date of birth " * 200,
+)
 ENCODERS = ("auto", "torch", "onnx")
 
 
@@ -119,9 +123,17 @@ def _export(model, tokenizer, folder: Path) -> None:
     try:
         with torch.no_grad(), warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
-            torch.onnx.export(_pooled(model), (ids,), str(folder / "model.onnx"), dynamo=True, verbose=False,
-                              input_names=["input_ids"], output_names=["sentence_embedding"],
-                              dynamic_shapes={"input_ids": {1: tokens}}, optimize=True)
+            torch.onnx.export(
+                _pooled(model),
+                (ids,),
+                str(folder / "model.onnx"),
+                dynamo=True,
+                verbose=False,
+                input_names=["input_ids"],
+                output_names=["sentence_embedding"],
+                dynamic_shapes={"input_ids": {1: tokens}},
+                optimize=True,
+            )
     finally:
         quiet.setLevel(level)
 
@@ -201,8 +213,7 @@ def _build(root: Path) -> OnnxQueryEncoder:
         tokenizer, model = text_embedder()
         _export(model, tokenizer, tmp)
         diff = _verify(OnnxQueryEncoder(tmp, model_dir, REQUEST_THREADS))
-        (tmp / "verified.json").write_text(json.dumps({"max_abs_diff": diff, "probes": len(PROBES),
-                                                       "format": FORMAT}))
+        (tmp / "verified.json").write_text(json.dumps({"max_abs_diff": diff, "probes": len(PROBES), "format": FORMAT}))
         try:
             tmp.rename(final)  # atomic: a concurrent exporter that got there first wins, ours is dropped
         except OSError:
@@ -215,8 +226,10 @@ def _build(root: Path) -> OnnxQueryEncoder:
 
 _BUILD_LOCK = threading.Lock()
 #: how to get the fast encoder, said once when questions are embedded by torch
-NOT_PREPARED = ("questions are embedded by torch: no onnxruntime query encoder is prepared in %s; run 'foveate prepare' "
-                "once (with the 'onnx' extra: pip install 'foveate[onnx]') for ~2.5x faster new questions")
+NOT_PREPARED = (
+    "questions are embedded by torch: no onnxruntime query encoder is prepared in %s; run 'foveate prepare' "
+    "once (with the 'onnx' extra: pip install 'foveate[onnx]') for ~2.5x faster new questions"
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -233,10 +246,15 @@ def _query_encoder() -> Any:
         return enc
     except Exception as exc:
         if choice == "onnx":
-            raise ConfigError(f"FOVEATE_QUERY_ENCODER=onnx, but the onnxruntime query encoder could not be set up: "
-                              f"{type(exc).__name__}: {exc}") from exc
-        log.warning("questions are embedded by torch: the onnxruntime query encoder could not be loaded (%s: %s)",
-                    type(exc).__name__, exc)
+            raise ConfigError(
+                f"FOVEATE_QUERY_ENCODER=onnx, but the onnxruntime query encoder could not be set up: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        log.warning(
+            "questions are embedded by torch: the onnxruntime query encoder could not be loaded (%s: %s)",
+            type(exc).__name__,
+            exc,
+        )
         return None
 
 
@@ -265,5 +283,8 @@ def prepare_query_encoder() -> dict[str, Any]:
                 return {"status": "skipped", "reason": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
             status = "exported"
         _query_encoder.cache_clear()
-        return {"status": status, "folder": str(enc.folder),
-                "max_abs_diff": json.loads((enc.folder / "verified.json").read_text()).get("max_abs_diff")}
+        return {
+            "status": status,
+            "folder": str(enc.folder),
+            "max_abs_diff": json.loads((enc.folder / "verified.json").read_text()).get("max_abs_diff"),
+        }

@@ -17,15 +17,16 @@ product itself); the module holds the parameters as an ``nn.Module`` so that tra
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import torch
 from torch import nn
 
 from .embed import EMBED_DIM, embed_query, embed_texts
-from .handset import handset_features
 from .features import ANSWER_KINDS, COLUMNS, feature_rows, intent_features, line_features, relation_features
+from .handset import handset_features
 from .match import question_scores
 
 if TYPE_CHECKING:
@@ -47,8 +48,17 @@ class AnswerRanker(nn.Module):
         intent_dim, hidden: sizes of the question projection and of the hidden layer.
     """
 
-    def __init__(self, columns: Sequence[str] = COLUMNS, kinds: Sequence[str] = ANSWER_KINDS, intent_dim: int = 8,
-                 hidden: int = 32, kind_embeddings: np.ndarray | None = None) -> None:
+    mean: torch.Tensor  # buffers: the training rows' standardisation
+    scale: torch.Tensor
+
+    def __init__(
+        self,
+        columns: Sequence[str] = COLUMNS,
+        kinds: Sequence[str] = ANSWER_KINDS,
+        intent_dim: int = 8,
+        hidden: int = 32,
+        kind_embeddings: np.ndarray | None = None,
+    ) -> None:
         super().__init__()
         self.columns, self.kinds = tuple(columns), tuple(kinds)
         unknown = [c for c in self.columns if c not in COLUMNS]
@@ -59,7 +69,9 @@ class AnswerRanker(nn.Module):
         f = len(self.columns)
         self.intent_dim, self.hidden = int(intent_dim), int(hidden)
         emb = embed_texts(list(self.kinds)) if kind_embeddings is None else np.asarray(kind_embeddings, np.float32)
-        self.register_buffer("kind_embeddings", torch.as_tensor(emb, dtype=torch.float32).reshape(len(self.kinds), EMBED_DIM))
+        self.register_buffer(
+            "kind_embeddings", torch.as_tensor(emb, dtype=torch.float32).reshape(len(self.kinds), EMBED_DIM)
+        )
         self.register_buffer("mean", torch.zeros(f))
         self.register_buffer("scale", torch.ones(f))
         self.intent = nn.Linear(EMBED_DIM, self.intent_dim)
@@ -76,7 +88,9 @@ class AnswerRanker(nn.Module):
         x = (rows - self.mean) / self.scale
         u = torch.tanh(self.intent(query_embedding.reshape(1, -1)))
         h = torch.relu(self.layer(torch.cat([x, u.expand(len(x), -1)], 1)))
-        page = torch.stack([torch.log1p(torch.tensor(float(len(rows)))), rows[:, self._lex].max(), rows[:, self._cos].max()])
+        page = torch.stack(
+            [torch.log1p(torch.tensor(float(len(rows)))), rows[:, self._lex].max(), rows[:, self._cos].max()]
+        )
         none = self.none(torch.cat([u[0], page]))
         return torch.cat([(self.out(h) + self.linear(x)).squeeze(1), none])
 
@@ -126,8 +140,9 @@ class AnswerRanker(nn.Module):
             lf = index.cache[key] = line_features(index, kinds)
         eq = embed_query(text)
         lex, cos = question_scores(index, text)
-        rows = feature_rows(lf, relation_features(index.boxes, lex, cos), intent_features(eq, kinds),
-                            handset_features(index, lex, cos))
+        rows = feature_rows(
+            lf, relation_features(index.boxes, lex, cos), intent_features(eq, kinds), handset_features(index, lex, cos)
+        )
         return (rows if self._take is None else np.ascontiguousarray(rows[:, self._take])), eq
 
     def probabilities(self, index: TextIndex, text: str) -> np.ndarray:
@@ -140,8 +155,12 @@ class AnswerRanker(nn.Module):
 
     def config(self) -> dict:
         """What rebuilds this architecture (stored in the weights file)."""
-        return {"columns": list(self.columns), "kinds": list(self.kinds), "intent_dim": self.intent_dim,
-                "hidden": self.hidden}
+        return {
+            "columns": list(self.columns),
+            "kinds": list(self.kinds),
+            "intent_dim": self.intent_dim,
+            "hidden": self.hidden,
+        }
 
 
 class RankerEnsemble(nn.Module):
@@ -150,8 +169,8 @@ class RankerEnsemble(nn.Module):
 
     One ranker's answers depend on its seed: on the validation split, five seeds of the recipe put the answer line
     first for 72-77 % of the FUNSD questions and 84.5-87.6 % of all; the mean of three seeds' probabilities 78.0 %
-    and 88.5 %.  The shipped weights average three (docs/lab/journal.md, "The ranker's step size decayed, and three rankers averaged"; today's seed
-    spread: EVAL.md, "Validation and test").  The members share the feature
+    and 88.5 %.  The shipped weights average three (docs/lab/journal.md, "The ranker's step size decayed, and three
+    rankers averaged"; today's seed spread: EVAL.md, "Validation and test").  The members share the feature
     columns and answer kinds, so a question's features are computed once."""
 
     def __init__(self, members: Sequence[AnswerRanker]) -> None:
@@ -163,17 +182,22 @@ class RankerEnsemble(nn.Module):
             raise ValueError("the ensemble's rankers read different features")
         self.members = nn.ModuleList(members)
 
+    @property
+    def rankers(self) -> list[AnswerRanker]:
+        """The members, typed."""
+        return [cast(AnswerRanker, m) for m in self.members]
+
     def features(self, index: TextIndex, text: str) -> tuple[np.ndarray, np.ndarray]:
-        return self.members[0].features(index, text)
+        return self.rankers[0].features(index, text)
 
     def logits(self, rows: np.ndarray, query_embedding: np.ndarray) -> np.ndarray:
         """(N + 1,) the log of the members' mean softmax (lines, then no line): a softmax of it is that mean."""
         p = np.zeros(len(rows) + 1, np.float64)
-        for m in self.members:
+        for m in self.rankers:
             p += softmax(m.logits(rows, query_embedding).astype(np.float64))
         return np.log(np.maximum(p / len(self.members), 1e-30)).astype(np.float32)
 
     probabilities = AnswerRanker.probabilities  # the softmax of :meth:`logits`, which is the members' mean
 
     def config(self) -> dict:
-        return {**self.members[0].config(), "members": len(self.members)}
+        return {**self.rankers[0].config(), "members": len(self.members)}

@@ -18,12 +18,12 @@ selection reads to weigh its layouts and its floor.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Hashable, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...channels.text.group import paint_boxes
-from ...core.types import F32, F64
+from ...core.types import F32
 from ...weights.defaults import QUERY_NEED, QUERY_WEIGHTS
 from ..base import LikelyLines, QueryTerm, TermOutput
 from .handset import relevance_map
@@ -83,11 +83,19 @@ def answer_boxes(index: TextIndex, text: str, ranker, extent=None) -> tuple[np.n
     return np.concatenate([boxes, hb]), np.concatenate([p, hp]), np.concatenate([heights, hh])
 
 
-def answer_map(index: TextIndex, probs: np.ndarray, sharpness: float, pad: float, fill: float = 0.0,
-               boxes: np.ndarray | None = None, heights: np.ndarray | None = None) -> np.ndarray:
+def answer_map(
+    index: TextIndex,
+    probs: np.ndarray,
+    sharpness: float,
+    pad: float,
+    fill: float = 0.0,
+    boxes: np.ndarray | None = None,
+    heights: np.ndarray | None = None,
+) -> np.ndarray:
     """Paint each line (or each of ``boxes``, ``heights`` their line heights) with
     ``clip(1 + log(p) / sharpness, 0, 1)``, its box grown by ``pad`` of its height on every side, a tile the box
-    covers a fraction f of at that value times ``1 - fill * (1 - f)`` (:func:`foveate.channels.text.group.paint_boxes`): (gh, gw) float32.
+    covers a fraction f of at that value times ``1 - fill * (1 - f)``
+    (:func:`foveate.channels.text.group.paint_boxes`): (gh, gw) float32.
     With query weight a, the scorer's relevance of a line's tiles is proportional to ``p ** (a / sharpness)``: a sure
     answer stands out, an unsure ranker (the answer is on no line) paints little."""
     if not len(probs):
@@ -114,18 +122,24 @@ def text_query_map(texture: Texture, query: Query, weights: Weights | None = Non
         return None
     blind = "the prompts and saliency" if query.has_prompt else "the query-blind ranking (saliency)"
     if not index.lines:
-        return TermOutput(np.zeros(index.grid, np.float32), (
-            f"no text was found in this image (OCR), so the query text matches nothing; the selection follows "
-            f"{blind}",))
+        return TermOutput(
+            np.zeros(index.grid, np.float32),
+            (
+                f"no text was found in this image (OCR), so the query text matches nothing; the selection follows "
+                f"{blind}",
+            ),
+        )
     text = weights.text if weights is not None else None
     if text is not None and text.ranker is not None:
         return _learned(index, query.text, text, text.ranker, blind)
     m, out = _handset_match(index, query.text)
-    notes = ()
+    notes: tuple[str, ...] = ()
     if not m.painted:
         i = int(np.argmax(m.score)) if len(m.score) else 0
-        notes = (f"no OCR line matches the query text (closest: {index.lines[i].text[:60]!r}, score "
-                 f"{m.score[i]:.2f} < {MATCH_THRESHOLD}); the selection falls back to {blind}",)
+        notes = (
+            f"no OCR line matches the query text (closest: {index.lines[i].text[:60]!r}, score "
+            f"{m.score[i]:.2f} < {MATCH_THRESHOLD}); the selection falls back to {blind}",
+        )
     return TermOutput(out.copy(), notes)
 
 
@@ -133,10 +147,12 @@ def _learned(index: TextIndex, question: str, text: TextTerm, ranker: Ranker, bl
     """The learned text term: the ranker's lines (and hulls) painted, and every line's probability."""
     p = answer_probabilities(index, question, ranker)
     i = int(np.argmax(p))
-    notes = ()
+    notes: tuple[str, ...] = ()
     if p[i] < UNSURE_ANSWER:
-        notes = (f"no OCR line looks like the answer (most likely: {index.lines[i].text[:60]!r}, probability "
-                 f"{p[i]:.2f}; on no line: {max(0.0, 1.0 - float(p.sum())):.2f}); the selection leans on {blind}",)
+        notes = (
+            f"no OCR line looks like the answer (most likely: {index.lines[i].text[:60]!r}, probability "
+            f"{p[i]:.2f}; on no line: {max(0.0, 1.0 - float(p.sum())):.2f}); the selection leans on {blind}",
+        )
     extent, paint = text.extent, text.paint
 
     def make() -> F32:
@@ -151,6 +167,7 @@ def _learned(index: TextIndex, question: str, text: TextTerm, ranker: Ranker, bl
 def _handset_match(index: TextIndex, text: str) -> tuple[LineMatch, np.ndarray]:
     """The hand-set match of ``text`` and the map painted from it (painting records the painted lines in the
     match, for ``explain``), cached in the index's recent answers."""
+
     def make() -> tuple[LineMatch, np.ndarray]:
         m = match_lines(index, text)
         return m, relevance_map(index, m)
@@ -169,17 +186,32 @@ def text_evidence(texture: Texture, query: Query, weights: Weights | None = None
     if ranker is not None:
         p = answer_probabilities(index, query.text, ranker)  # cached by the map
         top = np.argsort(-p, kind="stable")[:5]
-        out = [{"term": "text", "relation": "answer", "text": index.lines[j].text, "box": list(index.lines[j].box),
-                "probability": round(float(p[j]), 4)} for j in top if p[j] > 0]
+        out = [
+            {
+                "term": "text",
+                "relation": "answer",
+                "text": index.lines[j].text,
+                "box": list(index.lines[j].box),
+                "probability": round(float(p[j]), 4),
+            }
+            for j in top
+            if p[j] > 0
+        ]
         extent = weights.text.extent if weights is not None else None
         if extent is not None:
             pairs, hulls, hp, _ = answer_extent(index, query.text, np.asarray(p, np.float64), extent)
             for k in np.argsort(-hp, kind="stable")[:3]:
                 i, j = int(pairs[k, 0]), int(pairs[k, 1])
                 if hp[k] >= 0.01:
-                    out.append({"term": "text", "relation": "answer extent",
-                                "text": f"{index.lines[i].text} | {index.lines[j].text}",
-                                "box": [int(round(v)) for v in hulls[k]], "probability": round(float(hp[k]), 4)})
+                    out.append(
+                        {
+                            "term": "text",
+                            "relation": "answer extent",
+                            "text": f"{index.lines[i].text} | {index.lines[j].text}",
+                            "box": [int(round(v)) for v in hulls[k]],
+                            "probability": round(float(hp[k]), 4),
+                        }
+                    )
         return out
     m, _ = _handset_match(index, query.text)
     out, seen = [], set()
@@ -188,15 +220,30 @@ def text_evidence(texture: Texture, query: Query, weights: Weights | None = None
             continue
         seen.add(j)
         ln = index.lines[j]
-        out.append({"term": "text", "relation": rel, "text": ln.text, "box": list(ln.box), "value": round(v, 3),
-                    "lexical": round(float(m.lexical[j]), 3), "semantic": round(float(m.semantic[j]), 3),
-                    "cosine": round(float(m.cosine[j]), 3)})
+        out.append(
+            {
+                "term": "text",
+                "relation": rel,
+                "text": ln.text,
+                "box": list(ln.box),
+                "value": round(v, 3),
+                "lexical": round(float(m.lexical[j]), 3),
+                "semantic": round(float(m.semantic[j]), 3),
+                "cosine": round(float(m.cosine[j]), 3),
+            }
+        )
     return out
 
 
 #: the text term's hand-set weights (:data:`foveate.weights.defaults.QUERY_WEIGHTS`, ``QUERY_NEED``)
 TEXT_WEIGHT, TEXT_NEED = QUERY_WEIGHTS["text"], QUERY_NEED["text"]
 
-TEXT = QueryTerm("text", text_query_map, TEXT_WEIGHT,
-                 "OCR lines matching the query (lexical + MiniLM), spread to where a field's value sits",
-                 uses_text=True, evidence=text_evidence, need_weight=TEXT_NEED)
+TEXT = QueryTerm(
+    "text",
+    text_query_map,
+    TEXT_WEIGHT,
+    "OCR lines matching the query (lexical + MiniLM), spread to where a field's value sits",
+    uses_text=True,
+    evidence=text_evidence,
+    need_weight=TEXT_NEED,
+)

@@ -16,9 +16,12 @@ from .textures import ERRORS, SELECT_BODY_LIMIT, TextureId, _engine
 router = APIRouter(prefix="/v1/textures", tags=["prompt"])
 
 
-@router.post("/{tid}/prompt", response_model=PromptOut,
-             responses={**ERRORS, 413: {"model": Error, "description": "Body over 1 MiB."}},
-             summary="A VLM request body for a question, pictures planned under the VLM's token rule")
+@router.post(
+    "/{tid}/prompt",
+    response_model=PromptOut,
+    responses={**ERRORS, 413: {"model": Error, "description": "Body over 1 MiB."}},
+    summary="A VLM request body for a question, pictures planned under the VLM's token rule",
+)
 @body_limit(SELECT_BODY_LIMIT)
 async def prompt(request: Request, tid: TextureId, body: PromptIn) -> dict:
     """Selects tokens for the question on the stored texture (no encode), plans the pictures under ``vlm``'s own
@@ -31,9 +34,20 @@ async def prompt(request: Request, tid: TextureId, body: PromptIn) -> dict:
         if tex is None:
             raise TextureNotFound(tid)
         sel = select(tex, body.to_query(), body.budget, mode=body.mode, gist=body.gist, cut=False)
-        req = build_request(tex.image, sel, body.vlm, body.text, model=body.model, image_format=body.format,
-                            max_pictures=None if body.max_crops is None else body.max_crops + 1, inputs=False)
-        return {"ledger": req.ledger(), "request": req.body,
-                "pictures": req.data_urls() if req.api == "qwen2-vl" else None}
+        req = build_request(
+            tex.image,
+            sel,
+            body.vlm,
+            body.text,
+            model=body.model,
+            image_format=body.format,
+            max_pictures=None if body.max_crops is None else body.max_crops + 1,
+            inputs=False,
+        )
+        return {
+            "ledger": req.ledger(),
+            "request": req.body,
+            "pictures": req.data_urls() if req.api == "qwen2-vl" else None,
+        }
 
     return await run_in_threadpool(work)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Annotated, Optional
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from pydantic import ValidationError
@@ -12,17 +12,26 @@ from pydantic_core import to_json
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from ...vlm.rules.registry import rules_help
 from ...core.config import DEFAULT_BUDGET
 from ...core.errors import ImageDecodeError, QueryError, UnsupportedInputError
 from ...query.query import MAX_QUERY_CHARS
 from ...render import png_bytes, tokens_metadata
 from ...selection import Selection, select
 from ...store import StoreEntry
+from ...vlm.rules.registry import rules_help
 from ..errors import TextureNotFound
 from ..guard import UPLOAD, body_limit
-from ..schemas import (MAX_BUDGET, MAX_PROMPTS, TEXTURE_ID_PATTERN, CropsOut, Error, Mode, SelectIn, SelectionOut,
-                       TextureOut)
+from ..schemas import (
+    MAX_BUDGET,
+    MAX_PROMPTS,
+    TEXTURE_ID_PATTERN,
+    CropsOut,
+    Error,
+    Mode,
+    SelectIn,
+    SelectionOut,
+    TextureOut,
+)
 
 router = APIRouter(prefix="/v1/textures", tags=["textures"])
 
@@ -31,18 +40,30 @@ SELECT_BODY_LIMIT = 1 << 20
 
 TextureId = Annotated[str, Path(pattern=TEXTURE_ID_PATTERN, description="A texture id from POST /v1/textures.")]
 
-ERRORS = {401: {"model": Error, "description": "Missing or wrong API key."},
-          404: {"model": Error, "description": "No such texture (upload the image first)."},
-          422: {"model": Error, "description": "Invalid query, budget or parameters."},
-          504: {"model": Error, "description": "The request took longer than the server's timeout."}}
-PNG = {200: {"content": {"image/png": {}}, "description": "A PNG image."}}
+ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": Error, "description": "Missing or wrong API key."},
+    404: {"model": Error, "description": "No such texture (upload the image first)."},
+    422: {"model": Error, "description": "Invalid query, budget or parameters."},
+    504: {"model": Error, "description": "The request took longer than the server's timeout."},
+}
+PNG: dict[int | str, dict[str, Any]] = {200: {"content": {"image/png": {}}, "description": "A PNG image."}}
 
-UPLOAD_BODY = {"requestBody": {"required": True, "content": {
-    "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
-    "image/*": {"schema": {"type": "string", "format": "binary"}},
-    "multipart/form-data": {"schema": {"type": "object", "required": ["file"],
-                                       "properties": {"file": {"type": "string", "format": "binary"}}}},
-}}}
+UPLOAD_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
+            "image/*": {"schema": {"type": "string", "format": "binary"}},
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["file"],
+                    "properties": {"file": {"type": "string", "format": "binary"}},
+                }
+            },
+        },
+    }
+}
 
 
 def _engine(request: Request):
@@ -50,10 +71,20 @@ def _engine(request: Request):
 
 
 def texture_out(entry: StoreEntry, created: bool | None = None) -> TextureOut:
-    return TextureOut(id=entry.id, created=created, width=entry.width, height=entry.height,
-                      channels=list(entry.channels), absent=list(entry.absent), levels=entry.levels,
-                      preset=entry.preset, config_hash=entry.config_hash, content_hash=entry.content_hash,
-                      bytes=entry.size, encode_ms=round(entry.encode_ms, 3))
+    return TextureOut(
+        id=entry.id,
+        created=created,
+        width=entry.width,
+        height=entry.height,
+        channels=list(entry.channels),
+        absent=list(entry.absent),
+        levels=entry.levels,
+        preset=entry.preset,
+        config_hash=entry.config_hash,
+        content_hash=entry.content_hash,
+        bytes=entry.size,
+        encode_ms=round(entry.encode_ms, 3),
+    )
 
 
 async def _image_bytes(request: Request) -> bytes:
@@ -63,12 +94,14 @@ async def _image_bytes(request: Request) -> bytes:
         form = await request.form(max_files=1, max_fields=8)
         file = form.get("file")
         if not isinstance(file, UploadFile):
-            raise UnsupportedInputError("a multipart upload needs the image in a file field named 'file' "
-                                        "(curl -F file=@image.png ...)")
+            raise UnsupportedInputError(
+                "a multipart upload needs the image in a file field named 'file' (curl -F file=@image.png ...)"
+            )
         data = await file.read()
     elif ctype in ("application/json", "application/x-www-form-urlencoded", "text/plain"):
-        raise UnsupportedInputError(f"send the image itself (raw bytes or multipart field 'file'), not {ctype}; "
-                                    "this server does not fetch URLs")
+        raise UnsupportedInputError(
+            f"send the image itself (raw bytes or multipart field 'file'), not {ctype}; this server does not fetch URLs"
+        )
     else:
         data = await request.body()
     if not data:
@@ -76,16 +109,23 @@ async def _image_bytes(request: Request) -> bytes:
     return data
 
 
-@router.post("", status_code=201, response_model=TextureOut, openapi_extra=UPLOAD_BODY,
-             summary="Upload an image; encode it unless stored",
-             responses={200: {"model": TextureOut, "description": "Already stored: nothing was encoded."},
-                        201: {"description": "Encoded and stored now."},
-                        400: {"model": Error, "description": "Empty, corrupt or unreadable image."},
-                        413: {"model": Error, "description": "Upload over the size limit."},
-                        415: {"model": Error, "description": "Not an image upload."},
-                        503: {"model": Error, "description": "Encode queue full: retry after Retry-After s."},
-                        507: {"model": Error, "description": "The texture alone is larger than the store cap."},
-                        **{k: v for k, v in ERRORS.items() if k != 404}})
+@router.post(
+    "",
+    status_code=201,
+    response_model=TextureOut,
+    openapi_extra=UPLOAD_BODY,
+    summary="Upload an image; encode it unless stored",
+    responses={
+        200: {"model": TextureOut, "description": "Already stored: nothing was encoded."},
+        201: {"description": "Encoded and stored now."},
+        400: {"model": Error, "description": "Empty, corrupt or unreadable image."},
+        413: {"model": Error, "description": "Upload over the size limit."},
+        415: {"model": Error, "description": "Not an image upload."},
+        503: {"model": Error, "description": "Encode queue full: retry after Retry-After s."},
+        507: {"model": Error, "description": "The texture alone is larger than the store cap."},
+        **{k: v for k, v in ERRORS.items() if k != 404},
+    },
+)
 @body_limit(UPLOAD)
 async def upload(request: Request, response: Response) -> TextureOut:
     """The image as the raw body (any image content type or application/octet-stream) or as multipart field
@@ -121,8 +161,16 @@ def _select(request: Request, tid: str, body: SelectIn, cut: bool) -> tuple:
     tex = _engine(request).texture(tid)
     if tex is None:
         raise TextureNotFound(tid)
-    sel = select(tex, body.to_query(), body.budget, mode=body.mode, gist=body.gist, cut=cut, explain=body.explain,
-                 weights=_engine(request).settings.weights)
+    sel = select(
+        tex,
+        body.to_query(),
+        body.budget,
+        mode=body.mode,
+        gist=body.gist,
+        cut=cut,
+        explain=body.explain,
+        weights=_engine(request).settings.weights,
+    )
     return tex, sel
 
 
@@ -137,8 +185,12 @@ def selection_json(sel: Selection) -> bytes:
     return to_json(doc, inf_nan_mode="null")
 
 
-@router.post("/{tid}/select", response_model=SelectionOut, summary="Select tokens for a query",
-             responses={**ERRORS, 413: {"model": Error, "description": "Body over 1 MiB."}})
+@router.post(
+    "/{tid}/select",
+    response_model=SelectionOut,
+    summary="Select tokens for a query",
+    responses={**ERRORS, 413: {"model": Error, "description": "Body over 1 MiB."}},
+)
 @body_limit(SELECT_BODY_LIMIT)
 async def select_tokens(request: Request, tid: TextureId, body: SelectIn) -> Response:
     """Scores the stored texture for the query and spends the budget (no encode).  Returns the selection
@@ -161,9 +213,20 @@ def _numbers(text: str, n: int, what: str) -> tuple[float, ...]:
     return vals
 
 
+def _point(text: str, what: str) -> tuple[float, float]:
+    x, y = _numbers(text, 2, what)
+    return x, y
+
+
+def _box(text: str) -> tuple[float, float, float, float]:
+    x0, y0, x1, y1 = _numbers(text, 4, "box")
+    return x0, y0, x1, y1
+
+
 def query_params(
-    text: Optional[str] = Query(None, max_length=MAX_QUERY_CHARS, description="Query text (longer queries: POST "
-                                                                              "the select body)."),
+    text: str | None = Query(
+        None, max_length=MAX_QUERY_CHARS, description="Query text (longer queries: POST the select body)."
+    ),
     point: list[str] = Query([], max_length=MAX_PROMPTS, description="Positive point 'x,y' (pixels); repeatable."),
     neg_point: list[str] = Query([], max_length=MAX_PROMPTS, description="Negative point 'x,y'; repeatable."),
     box: list[str] = Query([], max_length=MAX_PROMPTS, description="Box 'x0,y0,x1,y1' (pixels); repeatable."),
@@ -172,10 +235,20 @@ def query_params(
     gist: bool = Query(True, description="topk: add the whole image at the coarsest level."),
 ) -> SelectIn:
     """The query of a GET rendering, from URL parameters (the same fields as the select body)."""
-    points = [_numbers(p, 2, "point") for p in point] + [_numbers(p, 2, "neg_point") for p in neg_point]
+    points = [_point(p, "point") for p in point] + [_point(p, "neg_point") for p in neg_point]
+    labels: list[Literal[0, 1]] = [1 for _ in point]
+    labels += [0 for _ in neg_point]
     try:
-        return SelectIn(text=text, points=points, point_labels=[1] * len(point) + [0] * len(neg_point),
-                        boxes=[_numbers(b, 4, "box") for b in box], budget=budget, mode=mode, gist=gist)
+        return SelectIn(
+            text=text,
+            points=points,
+            point_labels=labels,
+            boxes=[_box(b) for b in box],
+            budget=budget,
+            mode=mode,
+            gist=gist,
+            explain=False,
+        )
     except ValidationError as exc:
         raise QueryError(f"invalid query: {exc.errors()[0].get('msg', exc)}") from None
 
@@ -183,8 +256,12 @@ def query_params(
 QueryParams = Annotated[SelectIn, Depends(query_params)]
 
 
-@router.get("/{tid}/overlay.png", response_class=Response, responses={**PNG, **ERRORS},
-            summary="Heat map and chosen tokens over the image")
+@router.get(
+    "/{tid}/overlay.png",
+    response_class=Response,
+    responses={**PNG, **ERRORS},
+    summary="Heat map and chosen tokens over the image",
+)
 async def overlay(request: Request, tid: TextureId, q: QueryParams) -> Response:
     from ...render import render_overlay
 
@@ -195,8 +272,9 @@ async def overlay(request: Request, tid: TextureId, q: QueryParams) -> Response:
     return Response(await run_in_threadpool(work), media_type="image/png")
 
 
-@router.get("/{tid}/mosaic.png", response_class=Response, responses={**PNG, **ERRORS},
-            summary="The image as the VLM sees it")
+@router.get(
+    "/{tid}/mosaic.png", response_class=Response, responses={**PNG, **ERRORS}, summary="The image as the VLM sees it"
+)
 async def mosaic(request: Request, tid: TextureId, q: QueryParams) -> Response:
     from ...render import render_mosaic
 
@@ -207,11 +285,20 @@ async def mosaic(request: Request, tid: TextureId, q: QueryParams) -> Response:
     return Response(await run_in_threadpool(work), media_type="image/png")
 
 
-@router.get("/{tid}/tokens", response_class=Response, summary="Selected tokens as safetensors",
-            responses={200: {"content": {"application/octet-stream": {}},
-                             "description": "safetensors: patches (K, 3, P, P) uint8, boxes, levels, rows, cols, "
-                                            "centers, grid, scores, gist; metadata: patch_size, image size, "
-                                            "texture_id, query."}, **ERRORS})
+@router.get(
+    "/{tid}/tokens",
+    response_class=Response,
+    summary="Selected tokens as safetensors",
+    responses={
+        200: {
+            "content": {"application/octet-stream": {}},
+            "description": "safetensors: patches (K, 3, P, P) uint8, boxes, levels, rows, cols, "
+            "centers, grid, scores, gist; metadata: patch_size, image size, "
+            "texture_id, query.",
+        },
+        **ERRORS,
+    },
+)
 async def tokens(request: Request, tid: TextureId, q: QueryParams) -> Response:
     from safetensors.torch import save
 
@@ -219,17 +306,29 @@ async def tokens(request: Request, tid: TextureId, q: QueryParams) -> Response:
         _, sel = _select(request, tid, q, cut=True)
         return save(sel.tensors(), metadata=tokens_metadata(sel))
 
-    return Response(await run_in_threadpool(work), media_type="application/octet-stream",
-                    headers={"Content-Disposition": 'attachment; filename="tokens.safetensors"'})
+    return Response(
+        await run_in_threadpool(work),
+        media_type="application/octet-stream",
+        headers={"Content-Disposition": 'attachment; filename="tokens.safetensors"'},
+    )
 
 
-@router.get("/{tid}/crops", response_model=CropsOut, responses=ERRORS,
-            summary="The pictures to send a VLM under its own token rule, never more tokens than the image")
-async def crops(request: Request, tid: TextureId, q: QueryParams,
-                vlm: str = Query("openai", max_length=64, description=f"VLM rule: {rules_help()}."),
-                max_crops: Optional[int] = Query(None, ge=1, le=64, description="At most this many crops besides "
-                                                                                "the context picture."),
-                images: bool = Query(True, description="Include each picture as a PNG data URL.")) -> dict:
+@router.get(
+    "/{tid}/crops",
+    response_model=CropsOut,
+    responses=ERRORS,
+    summary="The pictures to send a VLM under its own token rule, never more tokens than the image",
+)
+async def crops(
+    request: Request,
+    tid: TextureId,
+    q: QueryParams,
+    vlm: str = Query("openai", max_length=64, description=f"VLM rule: {rules_help()}."),
+    max_crops: int | None = Query(
+        None, ge=1, le=64, description="At most this many crops besides the context picture."
+    ),
+    images: bool = Query(True, description="Include each picture as a PNG data URL."),
+) -> dict:
     from ...render import crop_images, plan_crops
 
     def work() -> dict:

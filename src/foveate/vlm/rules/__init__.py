@@ -10,9 +10,24 @@ from .gemini import Gemini
 from .llava import Llava15
 from .openai import OPENAI_PATCH_MODELS, OPENAI_TILE_MODELS, OpenAIPatches, OpenAITiles
 from .patch import Patches
-from .registry import (RuleEntry, get_rule, list_rules, register_rule, rule_entries, rule_examples,
-                       rules_help)
+from .registry import RuleEntry, get_rule, list_rules, register_rule, rule_entries, rule_examples, rules_help
 
-__all__ = ["OPENAI_PATCH_MODELS", "OPENAI_TILE_MODELS", "Anthropic", "Gemini", "Llava15", "OpenAIPatches",
-           "OpenAITiles", "Patches", "RuleEntry", "Sending", "VlmRule", "get_rule", "list_rules", "register_rule",
-           "rule_entries", "rule_examples", "rules_help"]
+__all__ = [
+    "OPENAI_PATCH_MODELS",
+    "OPENAI_TILE_MODELS",
+    "Anthropic",
+    "Gemini",
+    "Llava15",
+    "OpenAIPatches",
+    "OpenAITiles",
+    "Patches",
+    "RuleEntry",
+    "Sending",
+    "VlmRule",
+    "get_rule",
+    "list_rules",
+    "register_rule",
+    "rule_entries",
+    "rule_examples",
+    "rules_help",
+]

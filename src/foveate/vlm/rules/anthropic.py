@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core.types import I64
 from ..formats import ANTHROPIC_MESSAGES
 from .base import Arr, VlmRule
 
@@ -34,13 +35,15 @@ class Anthropic(VlmRule):
 
     def _fits(self, w: Arr, h: Arr) -> Arr:
         p = self.patch
-        return (np.maximum(w, h) <= self.long_edge) & ((-(-w // p)) * (-(-h // p)) <= self.max_patches)
+        out: Arr = (np.maximum(w, h) <= self.long_edge) & ((-(-w // p)) * (-(-h // p)) <= self.max_patches)
+        return out
 
-    def price(self, w, h, option=None):
+    def price(self, w: Arr, h: Arr, option: str | None = None) -> tuple[I64, I64, I64]:
         w0, h0 = np.asarray(w, np.int64), np.asarray(h, np.int64)
         wf, hf = w0.astype(np.float64), h0.astype(np.float64)
-        s = np.minimum(1.0, np.minimum(self.long_edge / np.maximum(wf, hf),
-                                       np.sqrt(self.max_patches * self.patch ** 2 / (wf * hf))))
+        s = np.minimum(
+            1.0, np.minimum(self.long_edge / np.maximum(wf, hf), np.sqrt(self.max_patches * self.patch**2 / (wf * hf)))
+        )
         sw = np.maximum(1, np.floor(wf * s + 1e-6)).astype(np.int64)
         sh = np.maximum(1, np.floor(hf * s + 1e-6)).astype(np.int64)
         bad = ~self._fits(sw, sh)

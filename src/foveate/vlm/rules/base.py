@@ -10,8 +10,9 @@ says which reading the code takes and why.  The built-in rules live beside this 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -60,8 +61,15 @@ class VlmRule:
         """``(tokens, seen_w, seen_h)`` for pictures sent at ``w x h`` (int arrays of one shape) with ``option``."""
         raise NotImplementedError
 
-    def body(self, model: str, lines: Sequence[str], pictures: Sequence[Picture], encoded: Sequence[str], media: str,
-             question: str) -> dict[str, Any]:
+    def body(
+        self,
+        model: str,
+        lines: Sequence[str],
+        pictures: Sequence[Picture],
+        encoded: Sequence[str],
+        media: str,
+        question: str,
+    ) -> dict[str, Any]:
         """The request body of this rule's provider (:attr:`format`) for pictures already encoded as base64."""
         return self.format.body(model, lines, pictures, encoded, media, question)
 
@@ -74,8 +82,10 @@ class VlmRule:
         """The size to send a ``bw x bh`` source region at so that the model sees it at ``scale`` source pixels per
         pixel or finer: ``ceil(b / scale)`` (a rule whose own resize would round that down sends more)."""
         s = np.asarray(scale, np.float64)
-        return (np.maximum(1, np.ceil(np.asarray(bw) / s - 1e-9)).astype(np.int64),
-                np.maximum(1, np.ceil(np.asarray(bh) / s - 1e-9)).astype(np.int64))
+        return (
+            np.maximum(1, np.ceil(np.asarray(bw) / s - 1e-9)).astype(np.int64),
+            np.maximum(1, np.ceil(np.asarray(bh) / s - 1e-9)).astype(np.int64),
+        )
 
     # -- conveniences over price ---------------------------------------------------------------------------
 
@@ -99,13 +109,22 @@ class VlmRule:
         sent = (max(1, int(w * s)), max(1, int(h * s)))
         return sent, self.sendings(*sent)[0]
 
-    def describe(self) -> dict:
-        return {"rule": self.name, "api": self.api, "model": self.default_model, "options": list(self.options),
-                "max_pictures": self.max_pictures, "max_side": self.max_side, "source": self.source}
+    def describe(self) -> dict[str, Any]:
+        return {
+            "rule": self.name,
+            "api": self.api,
+            "model": self.default_model,
+            "options": list(self.options),
+            "max_pictures": self.max_pictures,
+            "max_side": self.max_side,
+            "source": self.source,
+        }
 
 
 def _fit_inside(w: Arr, h: Arr, max_w: float, max_h: float) -> tuple[Arr, Arr]:
     """Scale down (never up), keeping the aspect ratio, to fit ``max_w x max_h``; sides rounded down, >= 1."""
     w, h = np.asarray(w, np.float64), np.asarray(h, np.float64)
     s = np.minimum(1.0, np.minimum(max_w / w, max_h / h))
-    return np.maximum(1, np.floor(w * s + 1e-6)).astype(np.int64), np.maximum(1, np.floor(h * s + 1e-6)).astype(np.int64)
+    return np.maximum(1, np.floor(w * s + 1e-6)).astype(np.int64), np.maximum(1, np.floor(h * s + 1e-6)).astype(
+        np.int64
+    )

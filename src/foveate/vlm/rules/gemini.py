@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core.types import I64
 from ..formats import GEMINI_CONTENTS
-from .base import VlmRule
+from .base import Arr, VlmRule
 
 
 class Gemini(VlmRule):
@@ -25,7 +26,7 @@ class Gemini(VlmRule):
     max_pictures = 3000
     source = "https://ai.google.dev/gemini-api/docs/tokens"
 
-    def price(self, w, h, option=None):
+    def price(self, w: Arr, h: Arr, option: str | None = None) -> tuple[I64, I64, I64]:
         w, h = np.asarray(w, np.int64), np.asarray(h, np.int64)
         small = (w <= 384) & (h <= 384)
         tiles = np.where(small, 1, (-(-w // 768)) * (-(-h // 768)))

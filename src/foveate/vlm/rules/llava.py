@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import VlmRule
+from ...core.types import I64
+from .base import Arr, VlmRule
 
 
 class Llava15(VlmRule):
@@ -21,8 +22,11 @@ class Llava15(VlmRule):
     source = "https://huggingface.co/docs/transformers/model_doc/llava"
     side = 336
 
-    def price(self, w, h, option=None):
+    def price(self, w: Arr, h: Arr, option: str | None = None) -> tuple[I64, I64, I64]:
         w, h = np.asarray(w, np.float64), np.asarray(h, np.float64)
         s = self.side / np.maximum(w, h)
-        return (np.full(w.shape, 576, np.int64), np.maximum(1, np.floor(w * s + 1e-6)).astype(np.int64),
-                np.maximum(1, np.floor(h * s + 1e-6)).astype(np.int64))
+        return (
+            np.full(w.shape, 576, np.int64),
+            np.maximum(1, np.floor(w * s + 1e-6)).astype(np.int64),
+            np.maximum(1, np.floor(h * s + 1e-6)).astype(np.int64),
+        )

@@ -5,13 +5,20 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.errors import ConfigError
-from .base import VlmRule, _fit_inside
-
+from ...core.types import I64
+from .base import Arr, VlmRule, _fit_inside
 
 #: (base, per 512-px tile) tokens of the tile-rule models.  Source: OpenAI, "Images and vision", calculating costs
 #: (platform.openai.com/docs/guides/images-vision#calculating-costs).
-OPENAI_TILE_MODELS = {"gpt-4o": (85, 170), "gpt-4.1": (85, 170), "gpt-4.5": (85, 170),
-                      "gpt-4o-mini": (2833, 5667), "o1": (75, 150), "o1-pro": (75, 150), "o3": (75, 150)}
+OPENAI_TILE_MODELS = {
+    "gpt-4o": (85, 170),
+    "gpt-4.1": (85, 170),
+    "gpt-4.5": (85, 170),
+    "gpt-4o-mini": (2833, 5667),
+    "o1": (75, 150),
+    "o1-pro": (75, 150),
+    "o3": (75, 150),
+}
 
 #: token multiplier of the 32-px patch-rule models (same source)
 OPENAI_PATCH_MODELS = {"gpt-4.1-mini": 1.62, "gpt-4.1-nano": 2.46, "o4-mini": 1.72}
@@ -38,13 +45,15 @@ class OpenAITiles(VlmRule):
 
     def __init__(self, model: str = "gpt-4o") -> None:
         if model not in OPENAI_TILE_MODELS:
-            raise ConfigError(f"openai: unknown model {model!r}; tile-rule models: {', '.join(OPENAI_TILE_MODELS)} "
-                              f"(32-px patch models use openai-patch:MODEL)")
+            raise ConfigError(
+                f"openai: unknown model {model!r}; tile-rule models: {', '.join(OPENAI_TILE_MODELS)} "
+                f"(32-px patch models use openai-patch:MODEL)"
+            )
         self.base, self.tile = OPENAI_TILE_MODELS[model]
         self.default_model = model
         self.name = "openai" if model == "gpt-4o" else f"openai:{model}"
 
-    def price(self, w, h, option=None):
+    def price(self, w: Arr, h: Arr, option: str | None = None) -> tuple[I64, I64, I64]:
         if (option or "high") == "low":
             sw, sh = _fit_inside(w, h, 512, 512)
             return np.full(np.shape(sw), self.base, np.int64), sw, sh
@@ -75,13 +84,14 @@ class OpenAIPatches(VlmRule):
 
     def __init__(self, model: str = "gpt-4.1-mini") -> None:
         if model not in OPENAI_PATCH_MODELS:
-            raise ConfigError(f"openai-patch: unknown model {model!r}; patch-rule models: "
-                              f"{', '.join(OPENAI_PATCH_MODELS)}")
+            raise ConfigError(
+                f"openai-patch: unknown model {model!r}; patch-rule models: {', '.join(OPENAI_PATCH_MODELS)}"
+            )
         self.multiplier = OPENAI_PATCH_MODELS[model]
         self.default_model = model
         self.name = "openai-patch" if model == "gpt-4.1-mini" else f"openai-patch:{model}"
 
-    def price(self, w, h, option=None):
+    def price(self, w: Arr, h: Arr, option: str | None = None) -> tuple[I64, I64, I64]:
         p, cap = self.patch, self.cap
         w = np.asarray(w, np.float64)
         h = np.asarray(h, np.float64)

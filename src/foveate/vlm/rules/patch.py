@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.errors import ConfigError
-from .base import VlmRule
+from ...core.types import I64
+from .base import Arr, VlmRule
 
 #: the largest patch side ``patch:P`` takes (no vision encoder uses one near it; larger numbers overflow the arithmetic)
 MAX_PATCH = 4096
@@ -24,6 +25,6 @@ class Patches(VlmRule):
         self.name = f"patch:{patch}"
         self.source = "ceil(w/P) * ceil(h/P), no resize"
 
-    def price(self, w, h, option=None):
+    def price(self, w: Arr, h: Arr, option: str | None = None) -> tuple[I64, I64, I64]:
         w, h = np.asarray(w, np.int64), np.asarray(h, np.int64)
         return (-(-w // self.patch)) * (-(-h // self.patch)), w.copy(), h.copy()

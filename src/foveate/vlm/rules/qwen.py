@@ -9,15 +9,16 @@ used (torchvision is not a dependency).  transformers 4.x names its NumPy proces
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from ...core.errors import ConfigError
-from ...core.types import U8
+from ...core.types import I64, U8
 from ..formats import QWEN_PROCESSOR
-from .base import VlmRule
+from .base import Arr, Sending, VlmRule
 
 #: tokens reported for a picture the processor refuses (aspect ratio over 200): never chosen by a planner
 REFUSED = 2**40
@@ -29,13 +30,15 @@ def processor_class() -> type:
     """transformers' NumPy/PIL Qwen2-VL image processor class (no torchvision needed)."""
     try:
         from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
         return Qwen2VLImageProcessorPil
     except ImportError:  # transformers 4.x
         from transformers.models.qwen2_vl.image_processing_qwen2_vl import Qwen2VLImageProcessor
+
         return Qwen2VLImageProcessor
 
 
-def _smart_resize():
+def _smart_resize() -> Callable[..., tuple[int, int]]:
     try:
         from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize
     except ImportError:  # transformers 4.x
@@ -75,7 +78,10 @@ class Qwen2VL(VlmRule):
             cls = processor_class()
             self._proc = cls(max_pixels=self.max_pixels) if self.max_pixels else cls()
             size = self._proc.size
-            get = size.get if isinstance(size, dict) else (lambda k: getattr(size, k, None))
+
+            def get(key: str) -> Any:  # transformers 4 sizes are dicts, 5 dataclasses
+                return size.get(key) if isinstance(size, dict) else getattr(size, key, None)
+
             self.min_pixels = int(get("shortest_edge") or self._proc.min_pixels)
             self.max_pixels = int(get("longest_edge") or self._proc.max_pixels)
             self.factor = int(self._proc.patch_size * self._proc.merge_size)
@@ -93,16 +99,16 @@ class Qwen2VL(VlmRule):
             patches = proc.get_number_of_image_patches(h, w, {})
         else:  # pragma: no cover - transformers < 4.50
             patches = (sh // proc.patch_size) * (sw // proc.patch_size)
-        return patches // proc.merge_size ** 2, sw, sh
+        return patches // proc.merge_size**2, sw, sh
 
-    def price(self, w, h, option=None):
+    def price(self, w: Arr, h: Arr, option: str | None = None) -> tuple[I64, I64, I64]:
         self.processor  # noqa: B018 -- makes the processor and the resize cache
         w, h = np.asarray(w, np.int64), np.asarray(h, np.int64)
         out = np.array([self._resize(int(a), int(b)) for a, b in zip(w.ravel(), h.ravel())], np.int64).reshape(-1, 3)
         shape = w.shape
         return out[:, 0].reshape(shape), out[:, 1].reshape(shape), out[:, 2].reshape(shape)
 
-    def fit(self, bw, bh, scale):
+    def fit(self, bw: Arr, bh: Arr, scale: Arr) -> tuple[Arr, Arr]:
         """Sides rounded *up* to the processor's multiple of 28, so that ``smart_resize`` (which rounds to the
         nearest multiple) never shrinks a crop below the scale it was selected at."""
         self.processor  # noqa: B018
@@ -110,7 +116,7 @@ class Qwen2VL(VlmRule):
         f = self.factor
         return -(-w // f) * f, -(-h // f) * f
 
-    def whole(self, w, h):
+    def whole(self, w: int, h: int) -> tuple[tuple[int, int], Sending]:
         sent, sending = super().whole(w, h)
         if sending.tokens >= REFUSED:
             raise ConfigError(f"qwen2-vl takes pictures with an aspect ratio up to 200, got {w}x{h}")

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ...core.errors import ConfigError
 from .anthropic import Anthropic
@@ -64,8 +64,14 @@ _CACHE: OrderedDict[str, VlmRule] = OrderedDict()
 _LOCK = threading.Lock()
 
 
-def register_rule(name: str, factory: Callable[[str | None], VlmRule], *, argument: str | None = "ARG",
-                  required: bool = False, example: str | None = None) -> RuleEntry:
+def register_rule(
+    name: str,
+    factory: Callable[[str | None], VlmRule],
+    *,
+    argument: str | None = "ARG",
+    required: bool = False,
+    example: str | None = None,
+) -> RuleEntry:
     """Add (or replace) a rule: ``factory(arg)`` makes it from the spec's part after ``name:`` (see
     :class:`RuleEntry`)."""
     entry = RuleEntry(name, factory, argument, required, example or name)
@@ -102,8 +108,10 @@ def get_rule(spec: str | VlmRule) -> VlmRule:
     if isinstance(spec, VlmRule):
         return spec
     if not isinstance(spec, str) or len(spec) > MAX_SPEC_CHARS:
-        raise ConfigError(f"a VLM rule spec is a short string such as 'openai' or 'patch:14', got "
-                          f"{str(spec)[:40]!r}{'...' if len(str(spec)) > 40 else ''}")
+        raise ConfigError(
+            f"a VLM rule spec is a short string such as 'openai' or 'patch:14', got "
+            f"{str(spec)[:40]!r}{'...' if len(str(spec)) > 40 else ''}"
+        )
     key = spec.strip().lower()
     with _LOCK:
         rule = _CACHE.get(key)
