@@ -101,3 +101,28 @@ def test_workers_after_the_parent_ran_torch_on_threads_do_not_hang():
 
     out = subprocess.run([sys.executable, "-c", _AFTER_TORCH], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def _killed(i: int) -> int:
+    if i == 1:
+        os.kill(os.getpid(), 9)  # as the OOM killer does
+    return i
+
+
+@forks
+def test_a_killed_worker_is_an_error_not_a_hang():
+    """multiprocessing.Pool waited for ever on a worker the OS killed (and could deadlock in terminate on an
+    error); the map raises and the next one runs."""
+    from foveate.core.errors import FoveateError
+
+    with pytest.raises(FoveateError, match="worker process died"):
+        list(fork_map(_killed, [(i,) for i in range(4)], workers=2))
+    assert list(fork_map(_fails, [(i,) for i in range(3)], workers=2)) == [0, 1, 2]
+
+
+@forks
+def test_stopping_early_is_clean():
+    it = fork_map(_fails, [(i,) for i in range(3)], workers=2)
+    assert next(it) == 0
+    it.close()  # the caller stops: pending calls are cancelled, the map can run again
+    assert list(fork_map(_fails, [(i,) for i in range(3)], workers=2)) == [0, 1, 2]

@@ -90,3 +90,54 @@ def test_missing_folder_or_file_is_a_dataset_error(tmp_path):
         read_queries(tmp_path / "nope")
     with pytest.raises(DatasetError, match="no queries.jsonl"):
         read_queries(tmp_path)
+
+
+GOOD = {"image": "a.png", "query": "What is the total?", "boxes": [[1, 2, 30, 40]]}
+
+
+def _write(folder, lines: list[str], prefix: bytes = b"") -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "queries.jsonl").write_bytes(prefix + "\n".join(lines).encode("utf-8", "surrogatepass") + b"\n")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "[" * 100_000 + "]" * 100_000,  # a RecursionError in json.loads
+        '{"image": "a.png", "query": "q", "boxes": [[0, 0, 10, ' + "9" * 5000 + "]]}",  # Python's int-string limit
+        '{"image": "a.png", "query": "q", "boxes": [[0, 0, 10, ' + "9" * 4000 + "]]}",  # an int too large for a float
+        '{"image": "a.png", "query": "q", "boxes": [[0, 0, 10, 10]], "text_heights": [' + "9" * 400 + "]}",
+        '{"image": "a.png", "query": "q", "boxes": [[0, 0, 10, 10]], "meta": ' + "[" * 40 + "]" * 40 + "}",
+        '{"image": "a.png", "query": "\\ud800 total", "boxes": [[0, 0, 10, 10]]}',  # not valid Unicode
+        '{"image": "a.png", "query": "q", "boxes": [[0, 0, 10, 10]], "page": "\\udfff"}',
+        '{"image": "a\\u0000.png", "query": "q", "boxes": [[0, 0, 10, 10]]}',  # no path holds a NUL
+        '{"image": "/etc/passwd.png", "query": "q", "boxes": [[0, 0, 10, 10]]}',  # outside the data folder
+        '{"image": "images/../../x.png", "query": "q", "boxes": [[0, 0, 10, 10]]}',
+        '{"image": "C:\\\\x.png", "query": "q", "boxes": [[0, 0, 10, 10]]}',
+    ],
+    ids=[
+        "deep",
+        "digits",
+        "overflow",
+        "height-overflow",
+        "deep-meta",
+        "surrogate",
+        "surrogate-meta",
+        "nul",
+        "absolute",
+        "climbs-out",
+        "drive",
+    ],
+)
+def test_a_hostile_line_is_a_problem_of_that_line_and_the_rest_is_read(tmp_path, bad):
+    _write(tmp_path, [json.dumps(GOOD), bad, json.dumps(GOOD)])
+    queries, problems, n = read_queries(tmp_path)
+    assert n == 3 and [q.line for q in queries] == [1, 3]
+    assert [(p.line, p.skipped) for p in problems] == [(2, True)] and problems[0].kind in ("json", "schema")
+    assert len(str(problems[0])) < 200  # a message, not the line
+
+
+def test_a_byte_order_mark_does_not_cost_the_first_line(tmp_path):
+    _write(tmp_path, [json.dumps(GOOD), json.dumps({**GOOD, "query": "Who?"})], prefix=b"\xef\xbb\xbf")
+    queries, problems, n = read_queries(tmp_path)
+    assert [q.text for q in queries] == ["What is the total?", "Who?"] and problems == [] and n == 2

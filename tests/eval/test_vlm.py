@@ -44,27 +44,55 @@ def test_picture_lines_maps_offsets_reads_only_near_the_answer_and_lets_finer_pi
     assert picture_lines(rgb, [crop], q, lambda img: None) is None
 
 
+def test_a_composite_is_read_as_its_parts():
+    """A composite picture (several crops in one picture) is read part by part, each where it sits in the source and
+    as the model sees it -- not as the hull of its parts."""
+    from foveate.vlm import Part
+
+    rgb = np.zeros((400, 600, 3), np.uint8)
+    q = EvalQuery(1, "x.png", "q", np.array([[310.0, 110.0, 390.0, 130.0]]), answers=[("42", (310, 110, 390, 130))])
+    parts = (Part((300, 100, 400, 140), (0, 0), (100, 40)), Part((0, 300, 100, 400), (0, 44), (100, 100)))
+    composite = Picture("composite", (0, 100, 400, 400), (100, 144), (50, 72), 280, "low", parts=parts)
+    reads = []
+
+    def read(img):
+        reads.append(img.shape)
+        return [FakeLine("42", (10, 10, 90, 30))]
+
+    lines = picture_lines(rgb, [composite], q, read)
+    assert reads == [(40, 100, 3)]  # only the part near the answer, at its source size
+    assert [(ln.text, ln.box) for ln in lines] == [("42", (310, 110, 390, 130))]
+
+
 def test_eval_with_vlm_rules(eval_set):
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(sys.modules, "foveate.query.text", None)  # OCR unavailable: tokens only
         res = run_eval(
             eval_set[0],
             EvalConfig(
-                budgets=(64, 144), encode=FAST, random_seeds=2, baselines=(), vlm=("openai", "anthropic", "gemini")
+                budgets=(64, 144),
+                encode=FAST,
+                random_seeds=2,
+                baselines=(),
+                vlm=("openai", "anthropic", "gemini"),
+                models=("gemini-3-flash-preview",),
             ),
         )
     for r in res.records:
         for v in r["vlm"].values():
-            assert v["plan"] <= v["image"] and v["uniform"] <= max(v["plan"], 85)
+            assert v["plan"] <= v["image"] and v["uniform"] <= max(v["plan"], 85, 280)  # gemini-3's least: 280
             assert v["fallback"] or v["kept"] == 1.0
             assert "ocr" not in v
     agg = aggregate_vlm(res.records)
-    assert set(agg) == {"64", "144"} and set(agg["144"]) == {"openai", "anthropic", "gemini"}
+    assert set(agg) == {"64", "144"}
+    assert set(agg["144"]) == {"openai", "anthropic", "gemini", "gemini-3-flash-preview"}
     assert 0 < agg["144"]["anthropic"]["token_share"] < 1
     assert "| 144 | anthropic |" in render_markdown(res)
     assert res.to_dict()["vlm"] == agg
     with pytest.raises(Exception, match="unknown VLM rule"):
         EvalConfig(vlm=("gpt-9",))
+    with pytest.raises(Exception, match="known families"):
+        EvalConfig(models=("gpt-9",))
 
 
 @pytest.mark.slow

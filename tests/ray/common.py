@@ -61,3 +61,22 @@ def assert_one_row_per_source(rows: list[dict], sources) -> None:
     got = [r["source"] for r in rows]
     assert len(got) == len(set(got)), "a source has two rows"
     assert set(got) == {str(s) for s in sources}, "a source has no row"
+
+
+def write_dataset(images: Path, out: Path, config=None) -> list[dict]:
+    """Encode every image of the folder ``images`` into the dataset ``out`` with one encode worker run in this
+    process (no Ray): one part.  Returns the worker's summary rows."""
+    import pyarrow as pa
+
+    from foveate.core.config import EncodeConfig
+    from foveate.ray.dataset import KeySet, prepare_output, texture_manifest
+    from foveate.ray.encode import EncodeWorker
+    from foveate.ray.sources import expand_sources
+
+    config = config or EncodeConfig(preset="fast")
+    job = prepare_output(str(out), texture_manifest(config))
+    columns: dict[str, str | None] = {"source": "source", "location": "location", "data": None}
+    worker = EncodeWorker(config.to_dict(), str(out), job, columns, KeySet(), KeySet())
+    pairs = expand_sources(str(images))
+    batch = pa.table({"source": [s for s, _ in pairs], "location": [loc for _, loc in pairs]})
+    return worker(batch).to_pylist()

@@ -148,9 +148,11 @@ def test_iter_and_import_into_a_store(encoded, tmp_path):
     got = {row["id"]: tex for row, tex in iter_textures(out)}
     assert len(got) == len(files) - len(BAD)
     with TextureStore(tmp_path / "store") as st:
-        counts = import_into_store(out, st)
-        assert counts == {"imported": len(got), "stored": 0, "without_texture": len(BAD)}
-        assert import_into_store(out, st)["stored"] == len(got)
+        summary = import_into_store(out, st)
+        assert (summary.imported, summary.stored, summary.without_texture) == (len(got), 0, len(BAD))
+        assert not summary.corrupt and summary.skipped == len(BAD)
+        assert import_into_store(out, st).stored == len(got)
+        assert {e.source for e in st.entries()} == {os.path.basename(r["source"]) for r, _ in iter_textures(out)}
         for tid, tex in got.items():
             back = st.get(tid)
             assert back is not None and np.array_equal(back.image, tex.image)

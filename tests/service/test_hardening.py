@@ -165,6 +165,87 @@ def test_head_limits_head_healthz_and_metrics(keyed):
     assert 'foveate_rejected_total{reason="unauthorized"}' in text
 
 
+def _response_then_closed(sock: socket.socket, within: float = 1.0) -> tuple[bytes, float | None]:
+    """Read one response's head from ``sock``, then wait up to ``within`` s for the server to close the connection
+    (end of file, or a reset): (head, seconds from the response to the close, or None when it stayed open)."""
+    sock.settimeout(30)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, f"closed before a response: {data[:200]!r}"
+        data += chunk
+    head = data.partition(b"\r\n\r\n")[0]
+    t0 = time.monotonic()
+    sock.settimeout(0.1)
+    while time.monotonic() - t0 < within:
+        try:
+            if sock.recv(65536) == b"":
+                return head, time.monotonic() - t0
+        except TimeoutError:
+            continue
+        except OSError:  # a reset is a close too
+            return head, time.monotonic() - t0
+    return head, None
+
+
+def _upload_head(path: str, length: int | None, auth: bool, ctype: str = "image/png") -> bytes:
+    size = b"Transfer-Encoding: chunked\r\n" if length is None else b"Content-Length: %d\r\n" % length
+    key = b"Authorization: Bearer s3cret\r\n" if auth else b""
+    return b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\n%s%s\r\n" % (path.encode(), ctype.encode(), key, size)
+
+
+def test_early_rejections_close_the_connection(keyed):
+    """Issue 40, 10: a 401 or 413 answered before the body was read kept the connection open ~5 s without
+    ``Connection: close`` (3,000 keyless partial uploads held the connection cap).  Such an answer says
+    ``Connection: close`` and the server closes the connection at once."""
+    select = f"/v1/textures/{TID}/select"
+    cases = [
+        ("401, upload headers only", _upload_head("/v1/textures", 10 << 20, auth=False), 401),
+        ("401, part of the body sent", _upload_head("/v1/textures", 10 << 20, auth=False) + b"\0" * 200_000, 401),
+        ("401, chunked", _upload_head("/v1/textures", None, auth=False) + b"10000\r\n" + b"\0" * 65536, 401),
+        ("413 upload over --max-upload-mb", _upload_head("/v1/textures", 10 << 20, auth=True), 413),
+        ("413 select over 1 MiB", _upload_head(select, 2 << 20, auth=True, ctype="application/json"), 413),
+    ]
+    chunk = b"10000\r\n" + b" " * 65536 + b"\r\n"  # a JSON body of spaces, 64 KiB a chunk: over 1 MiB midway
+    cases.append(
+        ("413 select over 1 MiB, chunked", _upload_head(select, None, True, "application/json") + chunk * 20, 413)
+    )
+    for name, request, status in cases:
+        s = socket.create_connection(("127.0.0.1", keyed.port), timeout=30)
+        try:
+            try:
+                s.sendall(request)
+            except OSError:  # the server answered and closed before the client sent it all: allowed
+                pass
+            head, closed = _response_then_closed(s)
+        finally:
+            s.close()
+        assert head.startswith(b"HTTP/1.1 %d" % status), (name, head)
+        assert b"\r\nconnection: close" in head.lower(), (name, head)
+        assert closed is not None, f"{name}: the connection stayed open after the response"
+    assert httpx.get(keyed.url + "/healthz").status_code == 200
+
+
+def test_rejected_partial_uploads_do_not_hold_the_connection_cap(tmp_path):
+    """Issue 40, 10: keyless uploads that stop sending their body after the 401 may not fill the connection cap
+    (before: each stayed open with a request in flight, and ``/healthz`` answered 503 until they closed)."""
+    with ServerProcess(tmp_path, env={"FOVEATE_API_KEY": "s3cret"}, args=("--max-connections", "16")) as srv:
+        socks, statuses = [], []
+        try:
+            for _ in range(60):
+                s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+                socks.append(s)
+                s.sendall(_upload_head("/v1/textures", 20 << 20, auth=False) + b"\0" * 4096)
+                resp, _ = raw_exchange(srv.port, b"", s)
+                statuses.append(resp[:12])
+            assert set(statuses) == {b"HTTP/1.1 401"}, statuses
+            for _ in range(3):
+                assert httpx.get(srv.url + "/healthz", timeout=10).status_code == 200
+        finally:
+            for s in socks:
+                s.close()
+
+
 # -- 3. connections cannot pin the server ---------------------------------------------------------------------------
 
 

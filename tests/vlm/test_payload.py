@@ -41,9 +41,16 @@ def test_openai_body(page_texture, page_sel):
         assert head == "data:image/png;base64" and img["image_url"]["detail"] == pic.option
         got = decode(data)
         assert got.shape == (pic.sent[1], pic.sent[0], 3) and np.array_equal(got, arr)  # PNG: lossless
-    x0, y0, x1, y1 = req.plan.pictures[1].box
-    assert f"x {x0}-{x1}, y {y0}-{y1}" in req.lines[1]
-    assert "for context" in req.lines[0] and f"1 of {len(req.lines)}" in req.lines[0]
+    for i, (pic, line) in enumerate(zip(req.plan.pictures, req.lines), 1):
+        assert f"Picture {i} of {len(req.lines)}" in line
+        if pic.kind == "context":
+            assert "for context" in line
+        for part in pic.parts or [pic]:  # a composite's line says where each region sits in it and in the page
+            x0, y0, x1, y1 = part.box
+            assert f"x {x0}-{x1}, y {y0}-{y1}" in line or pic.kind == "context"
+        for part in pic.parts:
+            (ax, ay), (pw, ph) = part.at, part.size
+            assert f"at x {ax}-{ax + pw}, y {ay}-{ay + ph} of this picture" in line
     json.dumps(body)
 
 
@@ -104,7 +111,7 @@ def test_prompt_command(tmp_path):
     assert r.returncode == 0, r.stderr
     ledger = json.loads(r.stdout)
     assert ledger["rule"] == "anthropic" and ledger["image_size"] == [512, 512]
-    assert ledger["plan_tokens"] <= ledger["image_tokens"] == 350
+    assert ledger["plan_tokens"] <= ledger["image_tokens"] == 361  # ceil(512 / 28) ** 2 visual tokens
     body = json.loads((tmp_path / "p" / "request.json").read_text())
     assert len([c for c in body["messages"][0]["content"] if c["type"] == "image"]) == len(ledger["pictures"])
     assert len(list((tmp_path / "p" / "pictures").iterdir())) == len(ledger["pictures"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
@@ -66,3 +67,58 @@ def test_tiny_vision_tower_runs_on_a_plans_inputs(page_texture):
     assert torch.isfinite(out.pooler_output).all()
     assert req.body["messages"][0]["content"][1] == {"type": "image"}
     assert len([c for c in req.body["messages"][0]["content"] if c["type"] == "image"]) == len(plan.pictures)
+
+
+#: the checkpoints' own preprocessor_config.json (huggingface.co/Qwen/Qwen2.5-VL-7B-Instruct and
+#: huggingface.co/Qwen/Qwen3-VL-8B-Instruct, read 2026-11-27), loaded through transformers' AutoImageProcessor
+CHECKPOINT_CONFIGS = {
+    "qwen2.5-vl": (
+        "qwen2_5_vl",
+        {
+            "min_pixels": 3136,
+            "max_pixels": 12845056,
+            "patch_size": 14,
+            "temporal_patch_size": 2,
+            "merge_size": 2,
+            "image_mean": [0.48145466, 0.4578275, 0.40821073],
+            "image_std": [0.26862954, 0.26130258, 0.27577711],
+            "image_processor_type": "Qwen2VLImageProcessor",
+            "processor_class": "Qwen2_5_VLProcessor",
+        },
+    ),
+    "qwen3-vl": (
+        "qwen3_vl",
+        {
+            "size": {"longest_edge": 16777216, "shortest_edge": 65536},
+            "patch_size": 16,
+            "temporal_patch_size": 2,
+            "merge_size": 2,
+            "image_mean": [0.5, 0.5, 0.5],
+            "image_std": [0.5, 0.5, 0.5],
+            "image_processor_type": "Qwen2VLImageProcessorFast",
+            "processor_class": "Qwen3VLProcessor",
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("family", sorted(CHECKPOINT_CONFIGS))
+def test_qwen_successors_match_the_checkpoints_processor(family, tmp_path):
+    """Qwen2.5-VL (28-px tokens) and Qwen3-VL (32-px tokens): the rule's tokens and seen size equal what
+    transformers' processor, loaded from the checkpoint's own config, computes on real pictures of random sizes."""
+    import json
+
+    from transformers import AutoImageProcessor
+
+    model_type, config = CHECKPOINT_CONFIGS[family]
+    (tmp_path / "preprocessor_config.json").write_text(json.dumps(config))
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": model_type}))
+    reference = AutoImageProcessor.from_pretrained(tmp_path, backend="pil")
+    rule, patch = get_rule(family), config["patch_size"]
+    rng = np.random.default_rng(7)
+    sizes = [(int(w), int(h)) for w, h in rng.integers(8, 2600, (24, 2))] + [(4500, 3000), (28, 28), (3000, 40)]
+    for w, h in sizes:
+        grid = reference(images=[random_image(h, w, 3)], return_tensors="np")["image_grid_thw"][0]
+        t, gh, gw = (int(v) for v in grid)
+        s = rule.sendings(w, h)[0]
+        assert (s.tokens, s.seen) == (t * gh * gw // 4, (gw * patch, gh * patch)), (family, w, h)

@@ -22,6 +22,13 @@ QUESTIONS = {"page": "What is the total due?", "photo": "What is on the table?"}
 RULES = tuple(rule_examples())
 
 
+def model_spec(spec: str) -> bool:
+    """Whether ``spec`` names a model of the model table rather than a rule (``gpt-5.2`` against ``openai``)."""
+    from ..vlm import list_rules
+
+    return spec.split(":")[0].strip().lower() not in list_rules()
+
+
 def _median(xs: list[float]) -> float:
     return float(statistics.median(xs))
 
@@ -40,7 +47,7 @@ def bench_prompt(
     import foveate
 
     from ..core.io import encode_image, load_image
-    from ..vlm import build_request, get_rule
+    from ..vlm import build_request, resolve
 
     paths = images or [EXAMPLES / "photo.jpg", EXAMPLES / "page.png"]
     rows = []
@@ -53,7 +60,7 @@ def bench_prompt(
         for budget in budgets:
             sel = foveate.select(tex, question, budget=budget)
             for spec in rules:
-                rule = get_rule(spec)
+                rule, _ = resolve(None, spec) if model_spec(spec) else resolve(spec, None)
                 build_request(tex.image, sel, rule, question)  # warm-up (imports, caches)
                 t: dict[str, list[float]] = {"plan": [], "pictures": [], "body": [], "total": [], "png": [], "jpeg": []}
                 for _ in range(repeats):
@@ -70,7 +77,7 @@ def bench_prompt(
                     "image": Path(path).name,
                     "size": list(tex.image.shape[1::-1]),
                     "budget": budget,
-                    "rule": rule.name,
+                    "rule": rule.name if rule.name == spec else f"{spec} ({rule.name})",
                     "pictures": len(req.plan.pictures),
                     "plan_tokens": req.plan.tokens,
                     "image_tokens": req.plan.image.tokens,

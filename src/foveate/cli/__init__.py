@@ -13,9 +13,10 @@ registers its commands on the app; the order here is the order of ``foveate --he
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
 from ..core.errors import FoveateError
-from . import bench, encode, eval, prepare, prompt, serve, store, train, video  # noqa: F401  (importing a command module registers it)
+from . import bench, encode, eval, models, prepare, prompt, serve, store, train, video  # noqa: F401  (importing a command module registers it)
 from .common import app, err
 
 
@@ -28,11 +29,14 @@ def main() -> None:
     try:
         app(args=ray_flag_argv(sys.argv[1:]))
     except FoveateError as exc:
-        err.print(f"error: {exc}", highlight=False, markup=False)
-        sys.exit(1)
+        fail(f"error: {exc}")
     except KeyboardInterrupt:
-        err.print("interrupted", highlight=False)
-        sys.exit(130)
+        fail("interrupted", 130)
     except OSError as exc:  # writing outputs: disk full, permission denied, ...
-        err.print(f"error: {exc}", highlight=False, markup=False)
-        sys.exit(1)
+        fail(f"error: {exc}")
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    """Print ``message`` as one line on stderr (never wrapped, whatever the terminal's width or a pipe's) and exit."""
+    err.print(" ".join(message.split()), highlight=False, markup=False, soft_wrap=True)
+    sys.exit(code)

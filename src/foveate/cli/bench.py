@@ -131,7 +131,9 @@ def bench_prompt(
     image: list[str] = typer.Option(
         [], "--image", "-i", help="Images (default: the bundled photo and page, resized to 1024x1024)."
     ),
-    rules: str = typer.Option(",".join(rule_examples()), "--rules", help="Comma-separated VLM rules."),
+    rules: str = typer.Option(
+        ",".join(rule_examples()), "--rules", help="Comma-separated VLM rules or model names (foveate models)."
+    ),
     budget: str = typer.Option("273", "--budget", "-b", help="Selection budget(s), comma-separated."),
     repeats: int = typer.Option(20, "--repeats", "-n", help="Repetitions per measurement (median reported)."),
     json_path: Path | None = typer.Option(None, "--json", help="Also write the results as JSON here."),

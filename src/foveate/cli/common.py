@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import typer
 from rich.console import Console
 
-from ..core.config import DEFAULT_BUDGET, EncodeConfig
+from ..core.config import DEFAULT_BUDGET, EncodeConfig, SelectConfig
 from ..core.errors import ConfigError, FoveateError
+
+if TYPE_CHECKING:
+    from ..core.texture import Texture
 
 app = typer.Typer(
     add_completion=False,
@@ -35,6 +38,12 @@ WeightsOpt = typer.Option(
     "--weights",
     help="Relevance weights: default (the trained weights foveate ships), handset, or a file written by foveate train.",
 )
+ModelOpt = typer.Option(
+    None,
+    "--model",
+    help="The model the request is for (claude-opus-4-7, gpt-5.2, gemini-3-flash-preview, Qwen/Qwen3-VL-8B-Instruct; "
+    "foveate models lists them): picks its provider's token rule unless --vlm names one, and goes into the body.",
+)
 BudgetOpt = typer.Option(DEFAULT_BUDGET, "--budget", "-b", help="Tokens to select.")
 ModeOpt = typer.Option("auto", "--mode", "-m", help="auto, quadtree, topk or uniform.")
 SemanticOpt = typer.Option(
@@ -55,7 +64,7 @@ OcrOpt = typer.Option(
 def _encode_config(
     preset: str, patch_size: int, max_levels: int, max_pixels: int, semantic_model: str | None = None, ocr: str = "auto"
 ) -> EncodeConfig:
-    from ..channels.registry import with_semantic_model
+    from ..channels.registry import resolve_groups, with_semantic_model
 
     try:
         cfg = EncodeConfig(
@@ -63,6 +72,7 @@ def _encode_config(
         )
     except ConfigError as exc:
         raise typer.BadParameter(str(exc), param_hint="--ocr") from None
+    resolve_groups(cfg)  # an unknown preset fails here, also for a saved texture that is not encoded again
     return with_semantic_model(cfg, semantic_model)
 
 
@@ -87,12 +97,27 @@ class DatasetRef(NamedTuple):
     id: str
 
 
-def _resolve_input(path: str) -> Path | DatasetRef:
-    """``example:page`` / ``example:photo`` name the bundled examples; ``DATASET/#ID`` a texture in a texture
-    dataset; anything else is a path."""
+class StoredRef(NamedTuple):
+    """``STORE/#ID``: a texture in a texture store (``foveate encode --store``); the id may be a unique prefix."""
+
+    store: Path
+    id: str
+
+
+Source = Path | DatasetRef | StoredRef
+
+
+def _resolve_input(path: str) -> Source:
+    """``example:page`` / ``example:photo`` name the bundled examples; ``STORE/#ID`` a texture in a texture store,
+    ``DATASET/#ID`` one in a texture dataset; anything else is a path."""
     if "#" in path:
         from ..ray.reader import split_ref
+        from ..store.sqlite import DB_NAME
 
+        base, _, tid = path.rpartition("#")
+        folder = Path(base[:-1] if base.endswith("/") else base)
+        if tid and "/" not in tid and (folder / DB_NAME).is_file() and not Path(path).exists():
+            return StoredRef(folder, tid)
         ref = split_ref(path)
         if ref is not None:
             return DatasetRef(*ref)
@@ -107,14 +132,14 @@ def _resolve_input(path: str) -> Path | DatasetRef:
 
 
 def _resolve_image(path: str) -> Path:
-    """An image file or a bundled example (:func:`_resolve_input`); a texture in a dataset is no image."""
+    """An image file or a bundled example (:func:`_resolve_input`); a texture in a dataset or a store is no image."""
     src = _resolve_input(path)
-    if isinstance(src, DatasetRef):
-        raise FoveateError(f"{path} is a texture in a dataset, not an image")
+    if not isinstance(src, Path):
+        raise FoveateError(f"{path} is an encoded texture, not an image")
     return src
 
 
-def _check_cover_early(src: Path | DatasetRef, config: EncodeConfig, select_config) -> None:
+def _check_cover_early(src: Source, config: EncodeConfig, select_config: SelectConfig) -> None:
     """Whether a quadtree budget can cover the image, from its header alone (before the heavy decode and encode);
     a saved .fvt, a dataset row or an unreadable header is left to the encode."""
     if not isinstance(src, Path) or src.suffix == ".fvt" or select_config.mode != "quadtree":
@@ -127,11 +152,13 @@ def _check_cover_early(src: Path | DatasetRef, config: EncodeConfig, select_conf
         check_cover(size, config.patch_size, config.max_levels, select_config.budget)
 
 
-def _texture_for(path: Path | DatasetRef, config: EncodeConfig, device: str, quiet: bool = False):
-    """Load a saved ``.fvt`` texture or one from a dataset (no encode), or encode an image, with a spinner on a
-    terminal."""
+def _texture_for(path: Source, config: EncodeConfig, device: str, quiet: bool = False) -> Texture:
+    """Load a saved ``.fvt`` texture or one from a dataset or a store (no encode), or encode an image, with a spinner
+    on a terminal."""
     from ..core.texture import Texture, encode
 
+    if isinstance(path, StoredRef):
+        return _stored_texture(path, device)
     if isinstance(path, DatasetRef):
         from ..ray.reader import find_texture
 
@@ -142,6 +169,18 @@ def _texture_for(path: Path | DatasetRef, config: EncodeConfig, device: str, qui
         return encode(path, config, device=device)
     with err.status(f"encoding {path.name} ..."):
         return encode(path, config, device=device)
+
+
+def _stored_texture(ref: StoredRef, device: str) -> Texture:
+    """The texture ``ref`` names in its store (a unique id prefix will do)."""
+    from ..store import TextureStore
+
+    with TextureStore(ref.store, create=False) as store:
+        tid = store.resolve_id(ref.id)  # by the id index; none or several: a StoreError naming them
+        tex = store.get(tid, device=device)
+    if tex is None:  # dropped as corrupt when read
+        raise FoveateError(f"the texture {tid} in {ref.store} is corrupt and was dropped: encode the image again")
+    return tex
 
 
 def _numbers(values: str | list[str], what: str, count: int | None = None, kind: type = float) -> tuple:
@@ -158,6 +197,15 @@ def _numbers(values: str | list[str], what: str, count: int | None = None, kind:
     if count is not None and len(vals) != count:
         raise typer.BadParameter(f"{what} takes {count} {noun} separated by commas, got {shown!r}")
     return vals
+
+
+def _budgets(values: str | list[str], what: str = "--budget") -> tuple[int, ...]:
+    """Budgets from the command line: a malformed number is a usage error (exit 2), a budget ``select`` refuses is a
+    one-line error (exit 1)."""
+    from ..eval.config import parse_budgets
+
+    nums = _numbers(values, what, kind=int)
+    return parse_budgets([str(n) for n in nums] if nums else values, what)
 
 
 def _prompt_query(text: str | None, point: list[str], neg_point: list[str], box: list[str]):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
@@ -18,11 +19,14 @@ from .common import (
     DeviceOpt,
     LevelsOpt,
     MaxPixOpt,
+    ModelOpt,
     ModeOpt,
     OcrOpt,
     PatchOpt,
     PresetOpt,
     SemanticOpt,
+    Source,
+    StoredRef,
     WeightsOpt,
     _check_cover_early,
     _encode_config,
@@ -35,6 +39,10 @@ from .common import (
     err,
     out,
 )
+
+if TYPE_CHECKING:
+    from ..core.fvt import TextureHeader
+    from ..core.texture import Texture
 
 
 @app.command()
@@ -145,10 +153,12 @@ def encode(
         raise FoveateError(f"{failed} of {len(paths)} images could not be encoded")
 
 
-def _fvt_name(path: Path | DatasetRef) -> str:
-    """The file name of an input's texture: its stem and ``.fvt`` (a dataset's texture has none: -o names it)."""
+def _fvt_name(path: Source) -> str:
+    """The file name of an input's texture: its stem and ``.fvt`` (a stored texture has none: -o names it)."""
     if isinstance(path, DatasetRef):
         raise FoveateError(f"{path.dataset}/#{path.id} is a texture in a dataset: name the .fvt to write with -o")
+    if isinstance(path, StoredRef):
+        raise FoveateError(f"{path.store}/#{path.id} is a texture in a store: name the .fvt to write with -o")
     return f"{path.stem}.fvt"
 
 
@@ -173,7 +183,10 @@ def select(
     ),
     weights: str = WeightsOpt,
     output: Path = typer.Option(Path("out"), "--output", "-o", help="Output folder."),
-    vlm: str = typer.Option("openai", "--vlm", help=f"VLM rule crops/ is planned under: {rules_help()}."),
+    vlm: str | None = typer.Option(
+        None, "--vlm", help=f"VLM rule crops/ is planned under (default: the --model's, else openai): {rules_help()}."
+    ),
+    model: str | None = ModelOpt,
     max_crops: int | None = typer.Option(
         None,
         "--max-crops",
@@ -199,9 +212,9 @@ def select(
     relevance = load_weights(weights)
     if max_crops is not None and max_crops < 1:
         raise FoveateError("--max-crops must be at least 1")
-    from ..vlm import get_rule
+    from ..vlm import resolve
 
-    get_rule(vlm)  # an unknown rule fails before the encode
+    rule, _ = resolve(vlm, model)  # an unknown rule or model fails before the encode
     texts: list[str | None] = list(query) or [None]
     queries = [_prompt_query(t, point, neg_point, box) for t in texts]
     src = _resolve_input(source)
@@ -212,12 +225,12 @@ def select(
         q.validate(tex.image_size)
     if not json_out:
         _say_absent_once(tex)
-    table = Table("query", "tokens", "levels", "ms", f"crops ({vlm} tokens)", "written to", box=None)
+    table = Table("query", "tokens", "levels", "ms", f"crops ({model or rule.name} tokens)", "written to", box=None)
     docs = []
     for i, q in enumerate(queries, 1):
         sel = select_tokens(tex, q, config=cfg, explain=explain, weights=relevance)
         dest = output if len(queries) == 1 else output / _slug(q.text, i)
-        written = write_outputs(tex, sel, dest, max_crops=max_crops, vlm=vlm)
+        written = write_outputs(tex, sel, dest, max_crops=max_crops, vlm=rule)
         doc = json.loads(written["selection"].read_text())
         docs.append(doc)
         levels = " ".join(f"L{k}:{v}" for k, v in sorted(sel.level_counts().items()))
@@ -269,9 +282,8 @@ def info(
     from ..channels.registry import get_group
 
     path = _resolve_input(source)
-    if (
-        isinstance(path, Path) and path.suffix == ".fvt"
-    ):  # the file's header says it all: no tensors read, no torch imported
+    tex: TextureHeader | Texture
+    if isinstance(path, Path) and path.suffix == ".fvt":  # the header says it all: no tensors read, no torch imported
         from ..core.fvt import read_header
 
         tex = read_header(path)

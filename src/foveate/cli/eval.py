@@ -17,6 +17,7 @@ from .common import (
     PatchOpt,
     PresetOpt,
     WeightsOpt,
+    _budgets,
     _encode_config,
     _numbers,
     app,
@@ -83,6 +84,11 @@ def eval_command(
         "or comma-separated): provider tokens of the plan, the whole image and a uniform resize, and the OCR "
         "answer check on each.",
     ),
+    model: list[str] = typer.Option(
+        [],
+        "--model",
+        help="Model name(s) (foveate models; repeatable or comma-separated): like --vlm, under the model's own rule.",
+    ),
     mosaic_ocr: bool = typer.Option(
         True,
         "--mosaic-ocr/--no-mosaic-ocr",
@@ -128,9 +134,11 @@ def eval_command(
     from ..eval.baselines import BASELINES
     from ..eval.config import EvalConfig, parse_select_value, parse_variant
     from ..eval.plots import load_pyplot
-    from ..eval.report import print_tables, write_outputs
+    from ..eval.report import check_output_folder, print_tables, write_outputs
     from ..eval.runner import run_eval
 
+    budgets = _budgets(budget)  # before the weights are read: a bad value is one line, at once
+    ocr_budgets = _budgets(ocr_budget, "--ocr-budget") if ocr_budget else None
     sel = SelectConfig(
         mode=parse_select_value("mode", mode),
         area_exponent=area_exponent,
@@ -145,7 +153,7 @@ def eval_command(
     for w in [weights, *compare_weights]:
         load_weights(w)  # fail now, not after the encodes
     config = EvalConfig(
-        budgets=_numbers(budget, "--budget", kind=int),
+        budgets=budgets,
         encode=_encode_config(preset, patch_size, max_levels, max_pixels, ocr=text_ocr),
         select=sel,
         variants=tuple(parse_variant(v, sel) for v in variant),
@@ -158,13 +166,14 @@ def eval_command(
         seed=seed,
         limit=limit,
         ocr=ocr,
-        ocr_budgets=_numbers(ocr_budget, "--ocr-budget", kind=int) if ocr_budget else None,
+        ocr_budgets=ocr_budgets,
         device=device,
         weights=weights,
         compare_weights=tuple(compare_weights),
         split=split,
         split_seed=split_seed,
         vlm=tuple(r.strip() for v in vlm for r in v.split(",") if r.strip()),
+        models=tuple(m.strip() for v in model for m in v.split(",") if m.strip()),
         mosaic_ocr=mosaic_ocr,
     )
     if threads is not None:
@@ -177,6 +186,8 @@ def eval_command(
         raise FoveateError("--workers must be at least 1")
     if plots:
         load_pyplot()  # fail now, not after the run
+    outdir = output or Path("out") / "eval" / data_dir.resolve().name
+    check_output_folder(outdir, "-o")  # and this too
     with Progress(
         TextColumn("evaluating"),
         BarColumn(),
@@ -203,7 +214,7 @@ def eval_command(
     print_tables(result, out, group_by)
     written = write_outputs(
         result,
-        output or Path("out") / "eval" / data_dir.resolve().name,
+        outdir,
         plots=plots,
         gallery=gallery,
         group_by=group_by,

@@ -17,9 +17,11 @@ from .common import (
     DeviceOpt,
     LevelsOpt,
     MaxPixOpt,
+    ModelOpt,
     ModeOpt,
     PatchOpt,
     PresetOpt,
+    WeightsOpt,
     _check_cover_early,
     _encode_config,
     _prompt_query,
@@ -35,14 +37,17 @@ from .common import (
 def prompt(
     source: str = typer.Argument(..., help="An image, a saved .fvt texture, or example:page / example:photo."),
     query: str = typer.Option(..., "--query", "-q", help="The question: it selects the tokens and ends the request."),
-    vlm: str = typer.Option("openai", "--vlm", help=f"VLM rule: {rules_help()}."),
-    model: str | None = typer.Option(None, "--model", help="Model name written into the body (default per rule)."),
+    vlm: str | None = typer.Option(
+        None, "--vlm", help=f"VLM rule (default: the --model's, else openai): {rules_help()}."
+    ),
+    model: str | None = ModelOpt,
     point: list[str] = typer.Option([], "--point", help="Also a positive point prompt 'x,y' (pixels); repeatable."),
     box: list[str] = typer.Option([], "--box", help="Also a box prompt 'x0,y0,x1,y1' (pixels); repeatable."),
     budget: int = BudgetOpt,
     mode: str = ModeOpt,
     max_crops: int | None = typer.Option(None, "--max-crops", help="At most this many crops besides the context."),
     image_format: str = typer.Option("png", "--format", help="Picture encoding in the body: png or jpeg."),
+    weights: str = WeightsOpt,
     output: Path = typer.Option(
         Path("out/prompt"), "--output", "-o", help="Folder for request.json, ledger.json and pictures/."
     ),
@@ -58,9 +63,13 @@ def prompt(
     own token rule, and the token ledger: the plan vs the whole image vs a uniform resize."""
     from ..core.io import encode_image
     from ..selection import select as select_tokens
-    from ..vlm import build_request, get_rule
+    from ..vlm import build_request, resolve
+    from ..weights import load_weights
 
-    rule = get_rule(vlm)  # fail before the encode
+    if not query.strip():
+        raise FoveateError("the question (-q) is empty: it selects the tokens and ends the request")
+    rule, model = resolve(vlm, model)  # an unknown rule or model fails before the encode
+    relevance = load_weights(weights)
     cfg = SelectConfig(budget=budget, mode=mode)
     if max_crops is not None and max_crops < 1:
         raise FoveateError("--max-crops must be at least 1")
@@ -72,7 +81,7 @@ def prompt(
     _check_cover_early(src, enc, cfg)
     tex = _texture_for(src, enc, device, quiet=json_out)
     q.validate(tex.image_size)
-    sel = select_tokens(tex, q, config=cfg)
+    sel = select_tokens(tex, q, config=cfg, weights=relevance)
     req = build_request(
         tex.image,
         sel,

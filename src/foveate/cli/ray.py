@@ -47,6 +47,7 @@ def split_address(value: str, images: list[str]) -> tuple[str | None, list[str]]
 def encode_with_ray(
     address_opt: str, images: list[str], output: str | None, config: EncodeConfig, workers: int, batch_size: int
 ) -> None:
+    from ..ray.dataset import check_output
     from ..ray.encode import encode_dataset
 
     address, images = split_address(address_opt, images)
@@ -54,6 +55,7 @@ def encode_with_ray(
         raise typer.BadParameter("give the images to encode (files, folders, globs or URIs)", param_hint="IMAGES")
     if output is None:
         raise FoveateError("--ray writes a texture dataset: give its folder with -o OUT/")
+    check_output(output)  # an empty path, a file, a place that cannot be written: before Ray starts (10 s and more)
     sources = [str(_resolve_input(p)) if p.startswith("example:") else p for p in images]
     s = encode_dataset(
         sources if len(sources) > 1 else sources[0],

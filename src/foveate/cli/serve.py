@@ -70,7 +70,7 @@ def serve(
 
     require("serve", "foveate serve")
     from ..service import ServiceSettings, create_app
-    from ..service.server import run_server
+    from ..service.server import check_listen, run_server
     from ..store import TextureStore
 
     settings = ServiceSettings.from_env(
@@ -93,6 +93,7 @@ def serve(
         weights=weights,
     )
     settings.check_bind()
+    check_listen(settings.host, settings.port)  # a port in use fails here, as one line, before the banner
     from ..weights import load_weights
 
     load_weights(settings.weights)  # a bad weights file fails here, as one line

@@ -7,10 +7,13 @@ import json
 from pathlib import Path
 
 import typer
+from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from ..core.errors import FoveateError
-from .common import app, out
+from .common import app, err, out
 
 store_app = typer.Typer(no_args_is_help=True, help="Inspect and maintain a texture store (see `encode --store`).")
 app.add_typer(store_app, name="store")
@@ -46,7 +49,7 @@ def store_ls(
     order: str = typer.Option("last_access", "--order", help="last_access, size or created."),
     json_out: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """List stored textures, most recently used first."""
+    """List stored textures, most recently used first: whole ids (to copy), the file each was encoded from."""
     from ..core.fvt import FORMAT_VERSION
 
     with _open_store(store) as st:
@@ -54,19 +57,37 @@ def store_ls(
     if json_out:
         out.print_json(json.dumps([e.to_dict() for e in entries]))
         return
-    table = Table("id", "size", "preset", "channels", "KiB", "encode ms", "last used", box=None)
+    rows = []
     for e in entries:
         stale = "" if e.format_version == FORMAT_VERSION else f" [yellow](format {e.format_version}: gc drops it)[/]"
-        table.add_row(
-            e.id + stale,
+        details = [
             f"{e.width}x{e.height}",
             e.preset,
             str(len(e.channels)),
             f"{e.size / 1024:.0f}",
             f"{e.encode_ms:.0f}",
-            _ago(e.last_access),
-        )
-    out.print(table)
+        ]
+        rows.append((e.id + stale, details, _ago(e.last_access), e.source or "-"))
+    table = Table(box=None)
+    table.add_column("id", no_wrap=True)
+    for name in ("size", "preset", "channels", "KiB", "encode ms"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("last used")
+    table.add_column("source")
+    for tid, details, ago, source in rows:
+        table.add_row(tid, *details, ago, Text(source))
+    fit = out.measure(table, options=out.options.update_width(1 << 20))
+    if not out.is_terminal and fit.maximum > out.width:  # piped: the whole table, nothing cut (80 columns by default)
+        Console(file=out.file, width=fit.maximum, no_color=out.no_color, highlight=False).print(table)
+    elif fit.minimum <= out.width:  # fits, the source and last-use cells wrapped if need be (ids never are)
+        out.print(table)
+    else:  # a terminal too narrow for the table: two lines an entry, the id alone on the first, never cut
+        for tid, (size, preset, channels, kib, ms), ago, source in rows:
+            out.print(tid, soft_wrap=True, highlight=False)
+            out.print(
+                Text(f"  {size}  {preset}  {channels} channels  {kib} KiB  {ms} ms  used {ago}  {source}"),
+                highlight=False,
+            )
 
 
 @store_app.command("info")
@@ -134,18 +155,30 @@ def store_import(
     dataset: str = typer.Argument(..., help="A texture dataset (folder or URI) from `encode --ray`."),
     store: Path | None = StoreOpt,
 ) -> None:
-    """Copy the textures of a dataset into the store (each verified; what is stored is skipped)."""
+    """Copy the textures of a dataset into the store (each verified; what is stored is skipped; a corrupt row is
+    listed, and the import goes on)."""
     from ..ray.reader import import_into_store
+    from ..ray.runtime import MAX_LISTED_FAILURES
 
     with _open_store(store, create=True) as st:
-        counts = import_into_store(dataset, st)
+        summary = import_into_store(dataset, st)
         entries = st.stats()["entries"]
+    for i, (tid, why) in enumerate(sorted(summary.corrupt.items())):
+        if i == MAX_LISTED_FAILURES:
+            err.print(f"... and {len(summary.corrupt) - i} more corrupt rows", highlight=False)
+            break
+        err.print(f"[yellow]corrupt[/] {escape(tid)}: {escape(why)}", markup=True, highlight=False, soft_wrap=True)
     out.print(
-        f"imported {counts['imported']} textures, {counts['stored']} already stored, "
-        f"{counts['without_texture']} rows without a texture (failed or duplicate); store {st.path}: "
-        f"{entries} textures",
+        f"imported {summary.imported} textures, skipped {summary.skipped} ({summary.stored} already stored, "
+        f"{summary.without_texture} rows without a texture: failed or duplicate), {len(summary.corrupt)} corrupt "
+        f"(not imported); store {st.path}: {entries} textures",
         highlight=False,
     )
+    if summary.corrupt:
+        raise FoveateError(
+            f"{len(summary.corrupt)} corrupt rows of {dataset} were not imported (listed above); encode their "
+            "images again"
+        )
 
 
 @store_app.command("bench")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from .common import app, err, out
+from .common import _budgets, app, err, out
 
 
 @app.command()
@@ -56,8 +56,7 @@ def train(
     from ..core.errors import FoveateError
     from ..train import TrainConfig
     from ..train import train as run_train
-    from ..train.run import summary_json
-    from .common import _numbers
+    from ..train.run import check_config, check_output, summary_json
 
     if epochs < 1:
         raise FoveateError("--epochs must be at least 1")
@@ -71,13 +70,16 @@ def train(
         cache,
         seed,
         preset,
-        _numbers(budget, "--budget", kind=int),
+        _budgets(budget),
         epochs,
         rankers,
         evaluate_test=not no_test,
         start=start,
         workers=workers,
     )
+    if report is not None:
+        check_output(report, "--report")
+    check_config(cfg)  # the output, the preset, --from, the cache: before the data are read (train checks again)
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from ..core.config import DEFAULT_BUDGET, SelectConfig
 from ..core.errors import FoveateError
+from ..video.config import VideoConfig
 from .common import DeviceOpt, LevelsOpt, MaxPixOpt, PatchOpt, _encode_config, _prompt_query, app, err, out
 
 
@@ -42,7 +43,9 @@ def video(
         "slower).",
     ),
     memory: int = typer.Option(6, "--memory", help="Recent frames in the temporal memory."),
-    keyframe_interval: int = typer.Option(30, "--keyframe-interval", help="A full refresh every N frames."),
+    keyframe_interval: int = typer.Option(
+        VideoConfig.keyframe_interval, "--keyframe-interval", help="A full refresh every N frames."
+    ),
     stability: float = typer.Option(
         0.0, "--stability", help="Keep last frame's tokens unless a new one beats them by this score margin."
     ),
@@ -68,7 +71,7 @@ def video(
     import os
     import warnings
 
-    from ..video import FrameSkippedWarning, VideoConfig, VideoPredictor, run_video
+    from ..video import FrameSkippedWarning, VideoPredictor, run_video
 
     cfg = SelectConfig(budget=budget, mode=mode, gist=gist)
     if max_frames is not None and max_frames < 1:

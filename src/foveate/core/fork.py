@@ -11,7 +11,11 @@ import multiprocessing
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
+
+from .errors import FoveateError
 
 _CALLS: tuple[Callable[..., Any], Sequence[tuple[Any, ...]]] | None = None  # what the forked workers read
 
@@ -41,10 +45,19 @@ def fork_map(fn: Callable[..., Any], calls: Sequence[tuple[Any, ...]], workers: 
     _CALLS = (fn, calls)
     old = os.environ.get("TOKENIZERS_PARALLELISM")
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # the Rust tokenizer's pool does not survive a fork: say so, quietly
+    # concurrent.futures, not multiprocessing.Pool: Pool.terminate (on an error, or when the caller stops early)
+    # kills workers that may hold a queue's lock mid-send and then waits on that lock forever; a worker the OS kills
+    # hangs a Pool's map for ever too, where here it is a BrokenProcessPool error.  Pending calls are cancelled,
+    # running ones finish.
+    pool = ProcessPoolExecutor(min(workers, len(calls)), mp_context=multiprocessing.get_context("fork"))
     try:
-        with multiprocessing.get_context("fork").Pool(min(workers, len(calls))) as pool:
-            yield from pool.imap(_run, range(len(calls)))
+        futures = [pool.submit(_run, i) for i in range(len(calls))]
+        for future in futures:
+            yield future.result()
+    except BrokenProcessPool:
+        raise FoveateError("a worker process died (killed by the OS: out of memory?); run with fewer workers") from None
     finally:
+        pool.shutdown(wait=True, cancel_futures=True)
         _CALLS = None
         if old is None:
             os.environ.pop("TOKENIZERS_PARALLELISM", None)

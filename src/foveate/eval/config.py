@@ -4,6 +4,7 @@ line's ``--variant`` values.  The run itself is :mod:`.runner`."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,26 @@ def parse_select_value(key: str, text: str) -> Any:
     raise ConfigError(
         f"unknown selection setting {key!r}; use one of {', '.join(SELECT_KNOBS)} (budgets are set for the whole run)"
     )
+
+
+def parse_budgets(values: str | list[str], what: str = "--budget") -> tuple[int, ...]:
+    """Budgets from the command line (``64,144 273``, one value or several) as ``select`` takes them: whole numbers of
+    at least 1 token; anything else is a :class:`~foveate.core.errors.BudgetError` naming ``what``."""
+    texts = [values] if isinstance(values, str) else list(values)
+    parts = [t for text in texts for t in re.split(r"[,\s]+", text.strip()) if t]
+    if not parts:
+        raise BudgetError(f"{what}: give at least one budget, e.g. 273 or 64,144,273,576")
+    out = []
+    for t in parts:
+        try:
+            n = int(t)
+        except ValueError:
+            raise BudgetError(f"{what} takes whole numbers of tokens separated by commas, got {t[:40]!r}") from None
+        try:
+            out.append(SelectConfig(budget=n).budget)
+        except BudgetError as exc:
+            raise BudgetError(f"{what}: {exc}") from None
+    return tuple(out)
 
 
 def weights_label(spec: str) -> str:
@@ -86,6 +107,7 @@ class EvalConfig:
             :func:`foveate.eval.data.split_of`) -- the split ``foveate train`` used with the same seed.
         vlm: VLM rules (``foveate.vlm`` specs) to plan crops under: tokens of the plan, the whole image and a uniform
             resize, and the OCR check on each where the OCR check runs (``foveate.eval.vlm``).
+        models: model names (``foveate models``) evaluated like ``vlm``, each under its provider's rule.
         mosaic_ocr: also read foveate's mosaic in the OCR check (off: only the uniform image, the full image and
             the VLM rows are read).
     """
@@ -109,6 +131,7 @@ class EvalConfig:
     split: str | None = None
     split_seed: int = 0
     vlm: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
     mosaic_ocr: bool = True
 
     def __post_init__(self) -> None:
@@ -138,9 +161,12 @@ class EvalConfig:
             raise ConfigError("limit must be at least 1")
         if self.split is not None and self.split not in SPLITS:
             raise ConfigError(f"split must be one of {', '.join(SPLITS)}, got {self.split!r}")
-        from ..vlm import get_rule
+        from ..vlm import get_rule, model_row
 
         object.__setattr__(self, "vlm", tuple(dict.fromkeys(get_rule(r).name for r in self.vlm)))
+        for name in self.models:
+            model_row(name)  # an unknown model fails here, listing the families
+        object.__setattr__(self, "models", tuple(dict.fromkeys(str(m).strip() for m in self.models)))
         labels = [weights_label(w) for w in self.compare_weights]
         if len(set(labels)) != len(labels) or set(labels) & {n for n, _ in self.variants}:
             raise ConfigError(f"compared weights need distinct names (file stems), got {labels}")
@@ -177,6 +203,7 @@ class EvalConfig:
                 "split",
                 "split_seed",
                 "vlm",
+                "models",
                 "mosaic_ocr",
             )
         }

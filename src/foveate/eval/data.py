@@ -6,8 +6,10 @@ in pixels of the stored image.  Optional keys: ``text_heights`` (one per box: th
 used instead of the box height for legibility) and ``answer_text`` (one string per box, or one for all: what
 an OCR of the selection should read there).  Other keys are kept as metadata (``--group-by``).
 
-:func:`read_queries` parses every line; a malformed line, a missing or unreadable image, a box outside the image
-is a :class:`Problem` with its line number (:func:`check_boxes`); the run goes on and the summary counts them.
+:func:`read_queries` parses every line; a malformed line (whatever it holds: nesting too deep, numbers too long, a lone
+surrogate), a missing or unreadable image, a box outside the image is a :class:`Problem` with its line number
+(:func:`check_boxes`); the run goes on and the summary counts them.  A byte order mark before the first line is
+skipped.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 import numpy as np
@@ -31,7 +33,7 @@ SIZE_BUCKETS = (("tiny <0.1%", 0.001), ("small 0.1-1%", 0.01), ("medium 1-10%", 
 
 #: every kind of :class:`Problem` and what it means (also written to eval.json)
 PROBLEM_KINDS = {
-    "json": "not a JSON object",
+    "json": "not a JSON object (or unreadable: nested too deep, a number too long, a string not valid Unicode)",
     "schema": "missing or malformed field",
     "image_missing": "image file not found",
     "image_unreadable": "image could not be decoded",
@@ -82,12 +84,46 @@ class _LineError(Exception):
         self.kind = kind
 
 
+#: how deep a line's JSON may nest (a query line needs 3: object, boxes, box); deeper is a ``json`` problem, so that
+#: what is kept as metadata can be written back (eval.json, eval.md) without running out of stack
+MAX_DEPTH = 32
+
+
+def _finite(v: Any) -> float | None:
+    """``v`` as a finite float, ``None`` when it is no number (a bool, a string ...), not finite or too large for a
+    float (an integer of hundreds of digits)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
+
+
 def _numbers(value: Any, what: str) -> list[float]:
-    if not isinstance(value, (list, tuple)) or not all(
-        isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value
-    ):
+    vals = [_finite(v) for v in value] if isinstance(value, (list, tuple)) else [None]
+    if any(v is None for v in vals):
         raise _LineError("schema", f"{what} must be a list of finite numbers, got {json.dumps(value)[:80]}")
-    return [float(v) for v in value]
+    return [v for v in vals if v is not None]
+
+
+def _check_tree(obj: Any) -> None:
+    """Refuse a value nested deeper than :data:`MAX_DEPTH`, or holding a string that is not valid Unicode (a lone
+    surrogate such as ``"\\ud800"``, which no UTF-8 file can hold): walked without recursion."""
+    stack = [(obj, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _LineError("json", "holds a string that is not valid Unicode (a lone surrogate escape)") from None
+        elif isinstance(v, (dict, list)):
+            if depth > MAX_DEPTH:
+                raise _LineError("json", f"nested deeper than {MAX_DEPTH} levels")
+            items = [*v.keys(), *v.values()] if isinstance(v, dict) else v
+            stack += [(x, depth + 1) for x in items]
 
 
 def parse_query_line(raw: str, line: int) -> EvalQuery:
@@ -96,14 +132,23 @@ def parse_query_line(raw: str, line: int) -> EvalQuery:
         obj = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise _LineError("json", f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise _LineError("json", f"nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError as exc:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
+        raise _LineError("json", f"not readable JSON ({str(exc).split(';')[0]})") from None
     if not isinstance(obj, dict):
         raise _LineError("json", f"expected a JSON object, got {type(obj).__name__}")
+    _check_tree(obj)
     missing = [k for k in ("image", "query", "boxes") if k not in obj]
     if missing:
         raise _LineError("schema", f"missing key(s) {', '.join(missing)} (need image, query, boxes)")
     image, text, boxes = obj["image"], obj["query"], obj["boxes"]
-    if not isinstance(image, str) or not image.strip():
+    if not isinstance(image, str) or not image.strip() or "\0" in image:
         raise _LineError("schema", "'image' must be a non-empty relative path")
+    if PurePosixPath(image).is_absolute() or PureWindowsPath(image).is_absolute() or PureWindowsPath(image).drive:
+        raise _LineError("schema", f"'image' must be a path inside the data folder, got the absolute path {image!r}")
+    if ".." in PurePosixPath(image.replace("\\", "/")).parts:
+        raise _LineError("schema", f"'image' must be a path inside the data folder, got {image!r} (it climbs out: ..)")
     if not isinstance(text, str):
         raise _LineError("schema", f"'query' must be a string, got {type(text).__name__}")
     if not isinstance(boxes, list) or not boxes:
@@ -146,8 +191,10 @@ def read_queries(data_dir: str | Path) -> tuple[list[EvalQuery], list[Problem], 
             '(one {"image", "query", "boxes"} object per line) and its images'
         )
     queries, problems, n = [], [], 0
-    with open(path, encoding="utf-8", errors="replace") as f:
+    # utf-8-sig: a byte order mark (as some editors write) is no part of the first line
+    with open(path, encoding="utf-8-sig", errors="replace") as f:
         for i, raw in enumerate(f, 1):
+            raw = raw.lstrip("\ufeff")  # and one that starts a file appended to it
             if not raw.strip():
                 continue
             n += 1

@@ -207,6 +207,22 @@ def print_tables(result: EvalResult, console, group_by: Sequence[str] = ()) -> N
     console.print(problem_summary(result), highlight=False)
 
 
+def check_output_folder(outdir: str | Path, what: str = "output folder") -> None:
+    """Refuse, before the run, an output folder :func:`write_outputs` could not create or write in: a file of that
+    name, or a file where a folder above it should be (a :class:`~foveate.core.errors.ConfigError`; nothing is
+    created)."""
+    from ..core.errors import ConfigError
+
+    out = Path(outdir)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{what} {out} exists and is not a folder; give a folder to write eval.json and eval.md in")
+    parent = out.absolute()
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ConfigError(f"{what} {out}: {parent} is not a folder, so no folder can be made below it")
+
+
 def write_outputs(
     result: EvalResult, outdir: str | Path, *, plots: bool = False, gallery: int = 12, group_by: Sequence[str] = ()
 ) -> dict[str, Path]:

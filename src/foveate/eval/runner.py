@@ -23,7 +23,7 @@ from .data import PROBLEM_KINDS, EvalQuery, Problem, check_boxes, read_queries, 
 from .metrics import query_metrics
 from .oracle import oracle_tiles
 from .summary import aggregate, mean_scores
-from .vlm import aggregate_vlm, vlm_record
+from .vlm import aggregate_vlm, vlm_record, vlm_targets
 
 # ----------------------------------------------------------------------------------------------------------
 # The runner
@@ -223,6 +223,7 @@ def _eval_image(run: _Run, image_rel: str, qs: list[EvalQuery]) -> None:
     from ..selection import select
 
     cfg, problems, t = run.cfg, run.problems, run.t
+    targets = vlm_targets(cfg.vlm, cfg.models)  # (label, rule) per --vlm rule and --model name
     path = run.data_dir / image_rel
     if not path.is_file():
         problems += [
@@ -327,12 +328,12 @@ def _eval_image(run: _Run, image_rel: str, qs: list[EvalQuery]) -> None:
             t["baselines"] += time.perf_counter() - t5
             if ocr_here and q.answers:
                 rec["ocr"] = _ocr_record(run, tex, q, sels["foveate"], uni_lines, full_lines)
-            if cfg.vlm:
+            if targets:
                 t6 = time.perf_counter()
                 read = (lambda img, q=q: _read(run, img, q, "VLM picture")) if ocr_here else None
                 rec["vlm"] = {
-                    rule: vlm_record(rgb, sels["foveate"], q, rule, read, full_lines, cfg.max_error_rate)
-                    for rule in cfg.vlm
+                    label: vlm_record(rgb, sels["foveate"], q, rule, read, full_lines, cfg.max_error_rate)
+                    for label, rule in targets
                 }
                 t["vlm"] += time.perf_counter() - t6
             run.records.append(rec)

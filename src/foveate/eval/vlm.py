@@ -1,11 +1,13 @@
-"""Accuracy per token paid (``foveate eval --vlm RULE``): for each query, budget and VLM rule, the provider tokens of
+"""Accuracy per token paid (``foveate eval --vlm RULE`` / ``--model NAME``): for each query, budget and VLM rule (or
+model, whose rule the model table picks: :mod:`foveate.vlm.models`), the provider tokens of
 foveate's crop plan (:func:`foveate.vlm.plan_for`), of the whole image as the provider takes it, and of a uniform
 resize of the whole image with at most the plan's tokens -- and the OCR answer check on each, read from the
 pictures exactly as the model sees them (after the provider's own resize, back at source size, like the mosaic).
 
-Plan pictures are read finest first; a line read in a coarser picture whose centre lies inside a finer picture is
-dropped (the model has the finer view there).  Only the pictures that overlap a query's answer boxes (grown as the
-answer check grows them) are read: a line lies inside its picture, so lines of the others can never be matched.
+Plan pictures are read finest first (a composite as its parts, each as the model sees it); a line read in a coarser
+picture whose centre lies inside a finer picture is dropped (the model has the finer view there). Only the pictures that
+overlap a query's answer boxes (grown as the answer check grows them) are read: a line lies inside its picture, so lines
+of the others can never be matched.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..vlm import Picture, plan_for, source_view
+from ..vlm import Picture, VlmRule, get_rule, model_rule, plan_for, source_view
 from .answers import query_answer_found
 
 #: what the OCR check reads per rule: the plan's pictures, the uniform resize, the whole image
@@ -54,7 +56,7 @@ def picture_lines(
     grown = _grown(q)
     placed: list[tuple] = []
     out: list[Line] = []
-    for pic in sorted(pictures, key=lambda p: p.scale):
+    for pic in sorted((view for p in pictures for view in p.views()), key=lambda p: p.scale):
         x0, y0, x1, y1 = pic.box
         if _overlaps(pic.box, grown):
             h, w = rgb.shape[:2]
@@ -73,11 +75,17 @@ def picture_lines(
     return out
 
 
+def vlm_targets(rules: Sequence[str], models: Sequence[str]) -> list[tuple[str, VlmRule]]:
+    """``(label, rule)`` per ``--vlm`` rule spec (labelled by the rule's name) and per ``--model`` name (labelled by
+    the name; its rule from the model table)."""
+    return [(get_rule(r).name, get_rule(r)) for r in rules] + [(m, model_rule(m)) for m in models]
+
+
 def vlm_record(
     rgb: np.ndarray,
     sel,
     q,
-    rule: str,
+    rule: VlmRule | str,
     read: Callable[[np.ndarray], list | None] | None,
     whole_lines: list | None,
     max_error_rate: float,
@@ -141,7 +149,7 @@ def vlm_rows(records: list[dict]) -> tuple[list[str], list[list[str]]]:
     of the whole image's tokens, and OCR answer accuracy exact / fuzzy of each."""
     header = [
         "budget",
-        "rule",
+        "rule or model",
         "plan tokens",
         "image tokens",
         "plan / image %",

@@ -14,6 +14,15 @@ from ..core.errors import QueryError
 MAX_QUERY_CHARS = 2000
 
 
+def valid_text(text: str) -> str:
+    """``text`` as valid Unicode: bytes a command line could not decode (``surrogateescape``) and lone surrogates become
+    U+FFFD, so that no tokenizer meets a string it cannot encode."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a lone surrogate outside the escape range
+        return text.encode("utf-8", "replace").decode("utf-8")
+
+
 @dataclass(frozen=True)
 class Query:
     """What a user asks about: text and/or SAM-style prompts, in source-image pixels.
@@ -49,7 +58,7 @@ class Query:
         if text is not None:
             if not isinstance(text, str):
                 raise QueryError(f"query text must be a string, got {type(text).__name__}")
-            text = " ".join(text.split()) or None
+            text = " ".join(valid_text(text).split()) or None
         object.__setattr__(self, "text", text)
         object.__setattr__(self, "points", pts)
         object.__setattr__(self, "point_labels", labels)

@@ -22,6 +22,7 @@ _EXPORTS = {
     "find_texture": ".reader",
     "iter_textures": ".reader",
     "import_into_store": ".reader",
+    "ImportSummary": ".reader",
     "JobSummary": ".runtime",
 }
 

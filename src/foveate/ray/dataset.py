@@ -35,6 +35,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core.errors import DatasetError, FoveateError
+from .schema import (  # noqa: F401 - the rows' schemas, also read from here
+    EXTRA_HINT,
+    TEXTURE_COLUMNS,
+    check_columns,
+    json_kind,
+    one_line,
+    require_pyarrow,
+    selection_schema,
+    texture_schema,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -44,55 +54,8 @@ MANIFEST = "_foveate.json"
 LEASE = "_lease.json"
 #: Bump when the columns or their meaning change.
 DATASET_VERSION = 1
-TEXTURE_COLUMNS = ("id", "source", "width", "height", "preset", "texture", "texture_size", "encode_ms", "error")
 #: rows per Parquet row group: reading one texture by id reads one row group of its part
 ROW_GROUP_ROWS = 8
-EXTRA_HINT = "install the optional extra: pip install 'foveate[ray]'"
-
-
-def require_pyarrow():
-    try:
-        import pyarrow  # noqa: F401
-        import pyarrow.parquet  # noqa: F401
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise FoveateError(f"texture datasets need pyarrow: {EXTRA_HINT}") from exc
-    return pyarrow
-
-
-def texture_schema() -> pa.Schema:
-    pa = require_pyarrow()
-    return pa.schema(
-        [
-            ("id", pa.string()),
-            ("source", pa.string()),
-            ("width", pa.int32()),
-            ("height", pa.int32()),
-            ("preset", pa.string()),
-            ("texture", pa.binary()),
-            ("texture_size", pa.int64()),
-            ("encode_ms", pa.float64()),
-            ("error", pa.string()),
-        ]
-    )
-
-
-def selection_schema() -> pa.Schema:
-    pa = require_pyarrow()
-    return pa.schema(
-        [
-            ("qid", pa.int64()),
-            ("id", pa.string()),
-            ("source", pa.string()),
-            ("query", pa.string()),
-            ("budget", pa.int32()),
-            ("mode", pa.string()),
-            ("num_tokens", pa.int32()),
-            ("selection", pa.string()),
-            ("vlm", pa.string()),
-            ("select_ms", pa.float64()),
-            ("error", pa.string()),
-        ]
-    )
 
 
 # -- where ------------------------------------------------------------------------------------------------
@@ -126,7 +89,12 @@ def read_manifest(where: str | os.PathLike, kind: str | None = None) -> dict | N
         with fs.open_input_stream(info.path) as f:
             doc = json.loads(f.read())
     except (OSError, ValueError) as exc:
-        raise DatasetError(f"{where}: unreadable {MANIFEST} ({exc})") from exc
+        raise DatasetError(f"{where}: unreadable {MANIFEST} ({one_line(exc)})") from exc
+    if not isinstance(doc, dict):
+        raise DatasetError(
+            f"{where}: {MANIFEST} is not a foveate dataset manifest (it holds {json_kind(doc)}, not an object); "
+            "write the dataset again"
+        )
     if doc.get("format") != "foveate-dataset":
         raise DatasetError(f"{where}: {MANIFEST} is not a foveate dataset manifest")
     if doc.get("dataset_version") != DATASET_VERSION:
@@ -184,27 +152,69 @@ def check_texture_manifest(where, doc: dict) -> None:
         )
 
 
+def check_output(where: str | os.PathLike, manifest: Mapping[str, Any] | None = None) -> None:
+    """Refuse an output a job could not write, before any work starts (no cluster, nothing written): an empty path,
+    a file, a folder that cannot be created or written, or a dataset written with other settings than
+    ``manifest``'s (a resume must use the same ones).  An object store's permissions show only when writing."""
+    if not str(where).strip():
+        raise DatasetError("the output is an empty path: give the dataset's folder (a local path or a URI)")
+    fs, root = resolve(where)
+    if fs.type_name == "local":
+        _check_local_output(where, Path(root))
+    else:
+        from pyarrow import fs as pafs
+
+        try:
+            info = fs.get_file_info(root)
+        except OSError as exc:
+            raise DatasetError(f"cannot reach the output {where}: {one_line(exc)}") from exc
+        if info.type == pafs.FileType.File:
+            raise DatasetError(f"{where} is a file, not a dataset folder: give a new folder, or a dataset to resume")
+    if manifest is not None:
+        old = read_manifest(where)
+        if old is not None:
+            _check_resume(where, old, manifest)
+
+
+def _check_local_output(where: str | os.PathLike, path: Path) -> None:
+    if path.exists() and not path.is_dir():
+        raise DatasetError(f"{where} is a file, not a dataset folder: give a new folder, or a dataset to resume")
+    there = path
+    while not there.exists() and there.parent != there:
+        there = there.parent  # the folder the job would create the output in
+    if not there.is_dir():
+        raise DatasetError(f"{where}: cannot create the dataset's folder there, {there} is a file")
+    if not os.access(there, os.W_OK | os.X_OK):
+        raise DatasetError(f"{where}: cannot write the dataset there, {there} is not writable")
+
+
+def _check_resume(where: str | os.PathLike, old: Mapping[str, Any], manifest: Mapping[str, Any]) -> None:
+    if old.get("kind") != manifest["kind"]:
+        raise DatasetError(f"{where} already holds {old.get('kind')}; write {manifest['kind']} elsewhere")
+    for key in ("config_hash", "texture_format_version", "textures"):
+        if key in manifest and old.get(key) != manifest[key]:
+            raise DatasetError(
+                f"{where} was written with other settings ({key} {old.get(key)!r}, now {manifest[key]!r}); "
+                "resume it with the same settings or write to a new folder"
+            )
+
+
 def prepare_output(where: str | os.PathLike, manifest: dict) -> str:
     """Create the output folder with ``manifest``, or check that the one there matches it (a resume), and take
     the output's lease for a new job.  Returns the job's id: a worker of an older job that still runs (its driver
     was killed a moment ago, or another job on the same output) finds the lease gone and writes nothing more.
-    Leftover temporary files of killed writers are removed."""
-    old = read_manifest(where)
-    if old is not None:
-        if old.get("kind") != manifest["kind"]:
-            raise DatasetError(f"{where} already holds {old.get('kind')}; write {manifest['kind']} elsewhere")
-        for key in ("config_hash", "texture_format_version", "textures"):
-            if key in manifest and old.get(key) != manifest[key]:
-                raise DatasetError(
-                    f"{where} was written with other settings ({key} {old.get(key)!r}, now {manifest[key]!r}); "
-                    "resume it with the same settings or write to a new folder"
-                )
-    else:
-        write_manifest(where, manifest)
-    fs, root = resolve(where)
-    job = uuid.uuid4().hex
-    _write_atomic(fs, root, LEASE, json.dumps({"job": job, "started": time.time()}).encode())
-    remove_temporaries(where)
+    Leftover temporary files of killed writers are removed.  An output that cannot be written is a
+    :class:`DatasetError` (:func:`check_output`)."""
+    check_output(where, manifest)
+    try:
+        if read_manifest(where) is None:
+            write_manifest(where, manifest)
+        fs, root = resolve(where)
+        job = uuid.uuid4().hex
+        _write_atomic(fs, root, LEASE, json.dumps({"job": job, "started": time.time()}).encode())
+        remove_temporaries(where)
+    except OSError as exc:  # pyarrow's errors of a file system are OSErrors
+        raise DatasetError(f"cannot write the dataset {where}: {one_line(exc)}") from exc
     return job
 
 
@@ -338,15 +348,18 @@ def remove_temporaries(where: str | os.PathLike) -> int:
     return len(tmp)
 
 
-def _parquet(fs, path: str):
+def _parquet(fs, path: str, columns: Iterable[str] = ()):
+    """The Parquet file of a part, checked to hold ``columns`` of the types a dataset's rows have."""
     import pyarrow.parquet as pq
 
     try:
-        return pq.ParquetFile(fs.open_input_file(path), page_checksum_verification=True)
+        pf = pq.ParquetFile(fs.open_input_file(path), page_checksum_verification=True)
     except Exception as exc:  # ArrowInvalid / OSError: truncated, not Parquet
         raise DatasetError(
-            f"part {path} is not readable Parquet ({exc}); delete it and run the job again to redo its rows"
+            f"part {path} is not readable Parquet ({one_line(exc)}); delete it and run the job again to redo its rows"
         ) from exc
+    check_columns(path, pf.schema_arrow, columns)
+    return pf
 
 
 def scan(where: str | os.PathLike, columns: Iterable[str]) -> pa.Table:
@@ -357,11 +370,11 @@ def scan(where: str | os.PathLike, columns: Iterable[str]) -> pa.Table:
     columns = list(columns)
     tables = []
     for path in part_files(where):
-        pf = _parquet(fs, path)
+        pf = _parquet(fs, path, columns)
         try:
             t = pf.read(columns=columns)
         except Exception as exc:
-            raise DatasetError(f"part {path}: cannot read columns {columns} ({exc})") from exc
+            raise DatasetError(f"part {path}: cannot read columns {columns} ({one_line(exc)})") from exc
         n = t.num_rows
         tables.append(
             t.append_column("_part", pa.array([path] * n, pa.string())).append_column(
@@ -383,25 +396,43 @@ def read_rows(where: str | os.PathLike, part: str, rows: Iterable[int], columns:
     """``rows`` of one part (in that order), reading only the row groups that hold them."""
     pa = require_pyarrow()
     fs, _ = resolve(where)
-    pf = _parquet(fs, part)
+    columns = list(columns)
+    pf = _parquet(fs, part, columns)
     rows = [int(r) for r in rows]
     sizes = [pf.metadata.row_group(g).num_rows for g in range(pf.metadata.num_row_groups)]
     starts = np.cumsum([0] + sizes)
     group_of = [int(np.searchsorted(starts, r, side="right")) - 1 for r in rows]
     groups = sorted(set(group_of))
-    t = pf.read_row_groups(groups, columns=list(columns))
+    t = pf.read_row_groups(groups, columns=columns)
     first = dict(zip(groups, np.cumsum([0] + [sizes[g] for g in groups]).tolist()))  # group -> its first row in t
     take = [first[g] + r - int(starts[g]) for r, g in zip(rows, group_of)]
     return t.take(pa.array(take, pa.int64()))
 
 
 def iter_parts(where: str | os.PathLike, columns: Iterable[str]) -> Iterator[pa.Table]:
-    """Every part's ``columns``, one table per row group (bounded memory: a row group is a few textures)."""
+    """Every part's ``columns``, one table per row group (bounded memory: a row group is a few textures).  A part
+    without them, or one that cannot be read, is a :class:`DatasetError`."""
+    for _, _, table in iter_row_groups(where, columns):
+        yield table
+
+
+def iter_row_groups(where: str | os.PathLike, columns: Iterable[str]) -> Iterator[tuple[str, int, pa.Table]]:
+    """(part path, index of the group's first row in the part, ``columns`` of the group) for every row group."""
     fs, _ = resolve(where)
+    columns = list(columns)
     for path in part_files(where):
-        pf = _parquet(fs, path)
+        pf = _parquet(fs, path, columns)
+        first = 0
         for g in range(pf.metadata.num_row_groups):
-            yield pf.read_row_group(g, columns=list(columns))
+            try:
+                table = pf.read_row_group(g, columns=columns)
+            except Exception as exc:  # a damaged page (checksum), a truncated column chunk
+                raise DatasetError(
+                    f"part {path}: row group {g} is not readable ({one_line(exc)}); delete the part and run the "
+                    "job again to redo its rows"
+                ) from exc
+            yield path, first, table
+            first += table.num_rows
 
 
 class KeySet:

@@ -19,6 +19,7 @@ from ..core.errors import ConfigError, FoveateError
 from .dataset import (
     KeySet,
     LeaseLost,
+    check_output,
     dedupe,
     is_uri,
     prepare_output,
@@ -27,7 +28,7 @@ from .dataset import (
     texture_schema,
     write_part,
 )
-from .runtime import JobSummary, connect, drain, pool, summary_table
+from .runtime import JobSummary, check_concurrency, connect, drain, pool, summary_table
 from .sources import expand_sources, read_location
 
 _BYTES_COLUMNS = ("bytes", "image")
@@ -161,23 +162,30 @@ class EncodeWorker:
         return summary_table(summary)
 
 
-def _input(ray, source, done: KeySet, batch_size: int) -> tuple[Any, dict[str, str | None], int, int | None]:
-    """(Ray Dataset of the inputs, which of its columns hold source / location / bytes, sources skipped here,
-    batches when known)."""
+def is_ray_dataset(source: Any) -> bool:
+    """A Ray Dataset (told without importing Ray: a path or a list of them is expanded before Ray starts)."""
+    return type(source).__module__.partition(".")[0] == "ray"
+
+
+def _ray_input(source, batch_size: int) -> tuple[Any, dict[str, str | None]]:
+    """(the Ray Dataset in blocks of ``batch_size`` rows, which of its columns hold source / location / bytes)."""
+    names = source.columns()
+    data = next((c for c in _BYTES_COLUMNS if c in names), None)
+    path = next((c for c in _PATH_COLUMNS if c in names), None)
+    if data is None and path is None:
+        raise ConfigError(
+            f"the Ray Dataset needs a column of image bytes ({' or '.join(_BYTES_COLUMNS)}) or "
+            f"of paths ({', '.join(_PATH_COLUMNS)}); it has {', '.join(names)}"
+        )
+    columns = {"source": path, "location": None if data else path, "data": data}
+    return source.repartition(target_num_rows_per_block=batch_size), columns
+
+
+def _path_input(ray, pairs: list[tuple[str, str]], done: KeySet, batch_size: int) -> tuple[Any, int, int]:
+    """(Ray Dataset of the (source, location) pairs not ``done``, in blocks of ``batch_size``, or ``None`` when all
+    are; sources skipped; batches)."""
     import pyarrow as pa
 
-    if isinstance(source, ray.data.Dataset):
-        names = source.columns()
-        data = next((c for c in _BYTES_COLUMNS if c in names), None)
-        path = next((c for c in _PATH_COLUMNS if c in names), None)
-        if data is None and path is None:
-            raise ConfigError(
-                f"the Ray Dataset needs a column of image bytes ({' or '.join(_BYTES_COLUMNS)}) or "
-                f"of paths ({', '.join(_PATH_COLUMNS)}); it has {', '.join(names)}"
-            )
-        columns = {"source": path, "location": None if data else path, "data": data}
-        return source.repartition(target_num_rows_per_block=batch_size), columns, 0, None
-    pairs = expand_sources(source)
     todo = [(s, loc) for s, loc in pairs if s not in done]
     blocks = [
         pa.table(
@@ -188,8 +196,7 @@ def _input(ray, source, done: KeySet, batch_size: int) -> tuple[Any, dict[str, s
         )
         for i in range(0, len(todo), batch_size)
     ]
-    columns = {"source": "source", "location": "location", "data": None}
-    return (ray.data.from_arrow(blocks) if blocks else None), columns, len(pairs) - len(todo), len(blocks)
+    return (ray.data.from_arrow(blocks) if blocks else None), len(pairs) - len(todo), len(blocks)
 
 
 def encode_dataset(
@@ -236,19 +243,31 @@ def encode_dataset(
     from ..channels.registry import resolve_groups, with_semantic_model
 
     started = time.time()
+    # everything that can be checked cheaply is, before Ray starts (a local cluster takes 10 s and more)
     config = with_semantic_model(config or EncodeConfig(preset=preset), weights)
-    resolve_groups(config)  # a bad preset or group fails before any cluster work
+    resolve_groups(config)  # a bad preset or group
     if batch_size < 1 or cpus_per_worker < 1:
         raise ConfigError("batch_size and cpus_per_worker must be at least 1")
+    if gpus_per_worker < 0:
+        raise ConfigError(f"gpus_per_worker must be >= 0, got {gpus_per_worker}")
+    check_concurrency(concurrency)
+    manifest = texture_manifest(config)
+    check_output(output, manifest)  # an empty path, a file, a place that cannot be written, other settings
     out = str(output) if is_uri(output) else os.path.abspath(os.path.expanduser(output))
+    pairs = None if is_ray_dataset(source) else expand_sources(source)  # a missing input, a folder without images
     ray = connect(address, progress)
-    job = prepare_output(out, texture_manifest(config))
+    job = prepare_output(out, manifest)
     written = scan(out, ["id", "source", "texture_size"])
     done_sources = KeySet(written.column("source").to_pylist())
     done_ids = KeySet(
         i for i, size in zip(written.column("id").to_pylist(), written.column("texture_size").to_pylist()) if size
     )
-    ds, columns, skipped, batches = _input(ray, source, done_sources, batch_size)
+    if pairs is None:
+        ds, columns = _ray_input(source, batch_size)
+        skipped, batches = 0, None
+    else:
+        ds, skipped, batches = _path_input(ray, pairs, done_sources, batch_size)
+        columns = {"source": "source", "location": "location", "data": None}
     if ds is None:
         summary = JobSummary(seconds=time.time() - started)
     else:

@@ -1,21 +1,23 @@
 """Reading a texture dataset without Ray (pyarrow only): one texture by id, every texture, a ``DATASET/#ID``
-reference, and copying a dataset into a local texture store."""
+reference, and copying a dataset into a local texture store (:class:`ImportSummary`: what each row became)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ..core.errors import DatasetError
+from ..core.errors import DatasetError, TextureFormatError
 from .dataset import (
     MANIFEST,
     TEXTURE_COLUMNS,
     check_texture_manifest,
     is_uri,
     iter_parts,
+    iter_row_groups,
     open_manifest,
     read_rows,
     scan,
@@ -80,23 +82,76 @@ def split_ref(ref: str) -> tuple[str, str] | None:
     return base, tid
 
 
-def import_into_store(where: str | os.PathLike, store: TextureStore) -> dict[str, int]:
-    """Copy every texture of the dataset into ``store`` (each re-verified on the way: pixels against their
-    content hash).  Returns counts: ``imported``, ``stored`` (there already), ``without_texture`` (failed and
-    duplicate rows)."""
+@dataclass
+class ImportSummary:
+    """What :func:`import_into_store` did with each row: ``imported``; skipped: ``stored`` (there already) and
+    ``without_texture`` (failed and duplicate rows); ``corrupt``: row id (its source or ``part#row`` when it has
+    none) -> why its texture was not imported."""
+
+    imported: int = 0
+    stored: int = 0
+    without_texture: int = 0
+    corrupt: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def skipped(self) -> int:
+        return self.stored + self.without_texture
+
+    @property
+    def rows(self) -> int:
+        return self.imported + self.skipped + len(self.corrupt)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rows": self.rows,
+            "imported": self.imported,
+            "skipped": self.skipped,
+            "stored": self.stored,
+            "without_texture": self.without_texture,
+            "corrupt": len(self.corrupt),
+            "corrupt_rows": dict(sorted(self.corrupt.items())),
+        }
+
+
+def _verified(row: dict) -> Texture:
+    """The texture of a dataset row, its pixels checked against their content hash and its id against the row's."""
     from ..core.texture import Texture
 
+    tid = row.get("id")
+    if not isinstance(tid, str) or not tid:
+        raise TextureFormatError("the row has a texture but no id")
+    tex = Texture.load(row)
+    if tex.id != tid:
+        raise TextureFormatError(f"the row of id {tid} holds the texture of {tex.id}")
+    return tex
+
+
+def import_into_store(where: str | os.PathLike, store: TextureStore) -> ImportSummary:
+    """Copy every texture of the dataset into ``store``, each verified on the way (its pixels against their content
+    hash, its id against the row's) and stored with its source's file name.  A corrupt row is recorded in the
+    summary and the import goes on; a malformed manifest or part is a :class:`DatasetError` (what was imported
+    before it stays: a rerun skips it)."""
     open_textures(where)
-    counts = {"imported": 0, "stored": 0, "without_texture": 0}
-    for t in iter_parts(where, ["id", "source", "texture", "error"]):
-        for row in t.to_pylist():
+    summary = ImportSummary()
+    for part, first, table in iter_row_groups(where, ["id", "source", "texture"]):
+        for i, row in enumerate(table.to_pylist()):
             data = row["texture"]
             if data is None:
-                counts["without_texture"] += 1
-            elif row["id"] in store:
-                counts["stored"] += 1
+                summary.without_texture += 1
+                continue
+            if isinstance(row["id"], str) and row["id"] in store:
+                summary.stored += 1
+                continue
+            try:
+                tex = _verified(row)
+            except Exception as exc:  # noqa: BLE001 - bytes that break the reader: a corrupt row, not a failed import
+                name = str(row["id"] or row["source"] or f"{part}#{first + i}")
+                why = " ".join(str(exc).split()) or type(exc).__name__
+                summary.corrupt[name] = why.removeprefix(f"{name}: ")
+                continue
+            _, created = store.put(tex, blob=(data, hashlib.sha256(data).hexdigest()), source=row["source"])
+            if created:
+                summary.imported += 1
             else:
-                tex = Texture.load(row)
-                _, created = store.put(tex, blob=(data, hashlib.sha256(data).hexdigest()))
-                counts["imported" if created else "stored"] += 1
-    return counts
+                summary.stored += 1
+    return summary

@@ -3,6 +3,7 @@ size the actor pool, and drain a job's per-row summaries into counts (with Ray's
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -28,16 +29,46 @@ def require_ray():
 
 def connect(address: str | None = None, progress: bool = True):
     """Use the Ray cluster this process is connected to; else connect to ``address`` (``"auto"``,
-    ``"ray://host:10001"``, ``$RAY_ADDRESS`` when ``None``) or start a local one."""
+    ``"ray://host:10001"``, ``$RAY_ADDRESS`` when ``None``) or start a local one.
+
+    A local cluster started here stops when this process dies, however it dies (:mod:`.watchdog`: Ray's agents
+    would outlive a killed driver by a minute or more); a cluster joined is left alone."""
     ray = require_ray()
     if not ray.is_initialized():
+        from . import watchdog
+
+        before = watchdog.children(os.getpid()) if watchdog.supported() else {}
         try:
             ray.init(address=address, logging_level="WARNING", log_to_driver=True)
         except (ConnectionError, ValueError, RuntimeError) as exc:
             raise FoveateError(f"cannot connect to Ray at {address or 'a new local cluster'}: {exc}") from exc
+        if watchdog.supported():
+            started = {
+                pid: start
+                for pid, start in watchdog.children(os.getpid()).items()
+                if before.get(pid) != start and "ray" in watchdog.command_line(pid)
+            }
+            watchdog.start(started)  # nothing started (a cluster joined): no watchdog
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = progress
     return ray
+
+
+def check_concurrency(concurrency: int | tuple[int, int] | None) -> None:
+    """A worker count :func:`pool` takes: ``None``, a number of workers, or ``(min, max)``; checked before Ray
+    starts."""
+    if concurrency is None:
+        return
+    if isinstance(concurrency, int):
+        if concurrency < 1:
+            raise ConfigError(f"concurrency must be at least 1 worker, got {concurrency}")
+        return
+    try:
+        lo, hi = concurrency
+    except (TypeError, ValueError):
+        raise ConfigError(f"concurrency is a number of workers or (min, max), got {concurrency!r}") from None
+    if not (isinstance(lo, int) and isinstance(hi, int) and 1 <= lo <= hi):
+        raise ConfigError(f"concurrency (min, max) needs 1 <= min <= max, got {concurrency}")
 
 
 def pool(

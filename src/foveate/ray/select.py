@@ -20,6 +20,7 @@ from ..core.config import DEFAULT_BUDGET, SelectConfig
 from ..core.errors import ConfigError, DatasetError, FoveateError
 from .dataset import (
     LeaseLost,
+    check_output,
     dedupe,
     is_uri,
     prepare_output,
@@ -31,7 +32,7 @@ from .dataset import (
 )
 from .encode import set_threads, warm_image
 from .reader import open_textures
-from .runtime import JobSummary, connect, drain, pool, summary_table
+from .runtime import JobSummary, check_concurrency, connect, drain, pool, summary_table
 
 #: a vlm hook: (texture, selection) -> anything JSON can write (a crop plan, a request body, ...)
 VlmHook = Callable[[Any, Any], Any]
@@ -307,12 +308,15 @@ def select_dataset(
         raise ConfigError("batch_size and cpus_per_worker must be at least 1")
     kw = select_kwargs(weights, scorer)
     started = time.time()
+    check_concurrency(concurrency)
     src = str(textures) if is_uri(textures) else os.path.abspath(os.path.expanduser(textures))
+    manifest = {"kind": "selections", "textures": src}
+    check_output(output, manifest)  # before Ray starts: an empty path, a file, a place that cannot be written
     out = str(output) if is_uri(output) else os.path.abspath(os.path.expanduser(output))
     open_textures(src)
     rows = load_queries(queries)
     ray = connect(address, progress)
-    job = prepare_output(out, {"kind": "selections", "textures": src})
+    job = prepare_output(out, manifest)
     done = set(scan(out, ["qid"]).column("qid").to_pylist())
     items, skipped = _work(rows, scan(src, ["id", "source", "texture_size", "error"]), done, budget, mode)
     summary = JobSummary()

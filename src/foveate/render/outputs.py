@@ -11,6 +11,7 @@ import numpy as np
 from ..core.io import encode_image
 from ..core.texture import Texture
 from ..selection import Selection
+from ..vlm import VlmRule
 from .crops import crop_images, plan_crops
 from .overlay import render_mosaic, render_overlay
 
@@ -49,11 +50,11 @@ def write_outputs(
     tokens: bool = True,
     crops: bool = True,
     max_crops: int | None = None,
-    vlm: str = "openai",
+    vlm: VlmRule | str = "openai",
 ) -> dict[str, Path]:
-    """Write ``selection.json``, ``overlay.png``, ``mosaic.png``, ``tokens.safetensors`` and ``crops/`` (the
-    pictures to send the VLM rule ``vlm``, at most ``max_crops`` besides the context) to ``outdir``.  Returns the
-    paths written, by name."""
+    """Write ``selection.json``, ``overlay.png``, ``mosaic.png``, ``tokens.safetensors`` and ``crops/`` (the pictures to
+    send the VLM rule ``vlm``, a spec or a rule, at most ``max_crops`` besides the context) to ``outdir``. Returns
+    the paths written, by name."""
     from safetensors.torch import save_file
 
     out = Path(outdir)

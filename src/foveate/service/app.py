@@ -29,7 +29,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     settings = settings or ServiceSettings.from_env()
     from ..weights import load_weights
 
-    load_weights(settings.weights)  # a missing or bad weights file fails the start, not the first select
+    weights = load_weights(settings.weights)  # once: a missing or bad weights file fails the start, not a select
     metrics = Metrics()
 
     @asynccontextmanager
@@ -40,7 +40,7 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
         # (the request and encode pools) inherit the value set last
         torch.set_num_threads(settings.torch_threads)
         rate_limit_logs()  # however the app was started: repeated identical log lines are summarised
-        engine = await asyncio.to_thread(Engine, settings, metrics)
+        engine = await asyncio.to_thread(Engine, settings, metrics, weights)
         app.state.engine = engine
         try:
             yield

@@ -28,6 +28,7 @@ from ..core.errors import ImageDecodeError, UnsupportedInputError
 from ..core.io import load_image
 from ..core.texture import Texture, content_hash, encode_array, texture_id
 from ..store import StoreEntry, TextureStore
+from ..weights import Weights, load_weights
 from .metrics import Metrics
 from .settings import ServiceSettings
 
@@ -235,11 +236,15 @@ def _warm_query_encoder() -> None:
 
 
 class Engine:
-    """Store + encode pool + texture cache, as the routes use them."""
+    """Store + encode pool + texture cache + the relevance weights, as the routes use them.
 
-    def __init__(self, settings: ServiceSettings, metrics: Metrics) -> None:
+    ``weights`` is the server's ``--weights`` resolved once, at start (``load_weights(settings.weights)`` when not
+    given): every route that selects passes this object to ``select``, never the setting's string."""
+
+    def __init__(self, settings: ServiceSettings, metrics: Metrics, weights: Weights | None = None) -> None:
         self.settings = settings
         self.metrics = metrics
+        self.weights = load_weights(settings.weights) if weights is None else weights
         self.config = EncodeConfig(preset=settings.preset, max_pixels=settings.max_pixels)
         from ..channels.registry import resolve_groups
 

@@ -34,6 +34,11 @@ ERROR_STATUS: tuple[tuple[type[FoveateError], int], ...] = (
 )
 
 
+#: FastAPI's detail when reading a JSON body failed other than as malformed JSON (bytes that are not UTF-8, nesting
+#: deeper than the parser's recursion limit)
+BODY_PARSE_ERROR = "There was an error parsing the body"
+
+
 class TextureNotFound(Exception):
     def __init__(self, tid: str) -> None:
         super().__init__(tid)
@@ -89,6 +94,9 @@ def install_error_handlers(app: FastAPI) -> None:
         if isinstance(exc, BodyTooLarge):
             app.state.metrics.rejected.labels("too_large").inc()
         detail = exc.detail
+        if exc.status_code == 400 and detail == BODY_PARSE_ERROR:  # as malformed JSON is: a 422 that says what to do
+            msg = "invalid request (body: not JSON this server can read); send one JSON object in UTF-8, the schema "
+            return JSONResponse({"detail": msg + "is at /docs"}, status_code=422)
         if exc.status_code == 404 and detail == "Not Found":
             detail = f"no route {request.method} {request.url.path}; the API is listed at /docs"
         elif exc.status_code == 405:

@@ -128,11 +128,21 @@ class Guard:
             await self.app(scope, receive, send)
             return
         t0 = time.perf_counter()
-        state: dict[str, Any] = {"status": 500, "started": False, "received": 0}
+        state: dict[str, Any] = {"status": 500, "started": False, "received": 0, "body_done": False}
+        headers = dict(scope["headers"])
+        length = headers.get(b"content-length", b"")
+        declared = int(length) if length.isdigit() else None
+        has_body = bool(declared) or b"transfer-encoding" in headers
 
         async def send_tracked(message) -> None:
             if message["type"] == "http.response.start":
                 state["started"], state["status"] = True, message["status"]
+                if has_body and not state["body_done"]:
+                    # answered before the whole body arrived (a refusal from the head, a body over its limit, a route
+                    # that did not read it): close, rather than keep the connection to read and drop the rest
+                    raw = list(message.get("headers", ()))
+                    if not any(k.lower() == b"connection" for k, _ in raw):
+                        message = {**message, "headers": [*raw, (b"connection", b"close")]}
             await send(message)
 
         async def refuse(status: int, reason: str, detail: str, headers: dict | None = None) -> None:
@@ -140,7 +150,6 @@ class Guard:
             await send_json(send_tracked, status, {"detail": detail}, headers)
 
         try:
-            headers = dict(scope["headers"])
             if head_bytes(scope) > MAX_REQUEST_HEAD:
                 return await refuse(
                     431,
@@ -166,8 +175,6 @@ class Guard:
                     "missing or wrong API key: send 'Authorization: Bearer <key>' with the server's FOVEATE_API_KEY",
                     {"WWW-Authenticate": "Bearer"},
                 )
-            length = headers.get(b"content-length", b"")
-            declared = int(length) if length.isdigit() else None
             if declared is not None and declared > max(self.upload_limit, DEFAULT_BODY_LIMIT):
                 return await refuse(
                     413,
@@ -193,6 +200,9 @@ class Guard:
                     state["received"] += len(message.get("body", b""))
                     if state["received"] > limit[0]:
                         raise BodyTooLarge(state["too_large"])
+                    state["body_done"] = not message.get("more_body", False)
+                elif message["type"] == "http.disconnect":
+                    state["body_done"] = True
                 return message
 
             await asyncio.wait_for(self.app(scope, receive_limited, send_tracked), self.timeout)

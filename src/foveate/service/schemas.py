@@ -81,8 +81,16 @@ class PromptIn(QueryIn):
     budget: int = Field(DEFAULT_BUDGET, ge=1, le=MAX_BUDGET, description="Tokens to select.")
     mode: Mode = "auto"
     gist: bool = Field(True, description="topk: also spend tokens on the whole image at the coarsest level.")
-    vlm: str = Field("openai", max_length=64, description=f"VLM rule: {rules_help()}.")
-    model: str | None = Field(None, max_length=200, description="Model name written into the body (default per rule).")
+    vlm: str | None = Field(
+        None, max_length=64, description=f"VLM rule (default: the model's, else openai): {rules_help()}."
+    )
+    model: str | None = Field(
+        None,
+        max_length=200,
+        description="The model the request is for (claude-opus-4-7, gpt-5.2, gemini-3-flash-preview, "
+        "Qwen/Qwen3-VL-8B-Instruct; `foveate models` lists the table): picks its provider's token rule unless `vlm` "
+        "names one, and goes into the body.  An unknown name is a 422 listing the known families.",
+    )
     format: Literal["png", "jpeg"] = Field("png", description="Picture encoding in the body.")
     max_crops: int | None = Field(None, ge=1, le=64, description="At most this many crops besides the context.")
 
@@ -96,11 +104,12 @@ class PromptOut(BaseModel):
     )
     request: dict = Field(
         description="The JSON body: OpenAI chat completions, Anthropic messages or Gemini "
-        "generateContent; for qwen2-vl the chat messages (pictures in `pictures`)."
+        "generateContent; for the Qwen rules (api qwen2-vl) the chat messages (pictures in `pictures`)."
     )
     pictures: list[str] | None = Field(
         None,
-        description="qwen2-vl: the pictures as PNG/JPEG data URLs, in message order, for the model's own processor.",
+        description="The Qwen rules: the pictures as PNG/JPEG data URLs, in message order, for the model's own "
+        "processor.",
     )
 
 

@@ -20,14 +20,17 @@ foveate.service:app_from_env --http foveate.service.server:H11Protocol`` (limits
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import logging
 import resource
+import socket
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol as _UvicornH11
 
 from ..core.device import tune_allocator
+from ..core.errors import ConfigError
 from .guard import MAX_REQUEST_HEAD
 from .metrics import CLOSED
 from .settings import ServiceSettings
@@ -144,6 +147,42 @@ class H11Protocol(_UvicornH11):
         CLOSED["evicted_idle"] += 1
         victim.transport.close()
         return True
+
+
+#: errno -> (what it means, what to do), for :func:`check_listen`'s one line
+_BIND_ERRORS = {
+    errno.EADDRINUSE: ("address already in use", "another process listens there: stop it or pass another --port"),
+    errno.EACCES: ("permission denied", "ports below 1024 need privileges: pass a higher --port"),
+    errno.EADDRNOTAVAIL: ("address not available", "this machine has no such address: check --host"),
+}
+
+
+def check_listen(host: str, port: int) -> None:
+    """Bind every address ``host`` resolves to on ``port`` and let go, as uvicorn will bind them (asyncio's
+    ``create_server``: ``SO_REUSEADDR``, IPv6 sockets v6-only), so that ``foveate serve`` on a port in use says so
+    in one line before its banner (:class:`ConfigError`) instead of failing inside uvicorn after it."""
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        reason = (getattr(exc, "strerror", None) or str(exc)).lower()
+        raise ConfigError(f"cannot listen on {where}: {reason} (check --host)") from None
+    for family, kind, proto, _, addr in dict.fromkeys(infos):
+        try:
+            sock = socket.socket(family, kind, proto)
+        except OSError:
+            continue  # a family this machine lacks (no IPv6): asyncio skips it too
+        try:
+            with sock:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6 and hasattr(socket, "IPPROTO_IPV6"):
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                sock.bind(addr)
+        except OSError as exc:
+            what, hint = _BIND_ERRORS.get(
+                exc.errno or 0, ((exc.strerror or str(exc)).lower(), "check --host and --port")
+            )
+            raise ConfigError(f"cannot listen on {where}: {what} ({hint})") from None
 
 
 def run_server(app, settings: ServiceSettings, log_level: str = "info") -> None:

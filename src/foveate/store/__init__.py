@@ -11,7 +11,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
             n: ".ingest"
             for n in ("IMAGE_SUFFIXES", "IngestResult", "IngestSummary", "encode_into_store", "expand_images")
         },
-        **{n: ".records" for n in ("GcReport", "StoreCounters", "StoreEntry", "texture_blob")},
+        **{n: ".records" for n in ("GcReport", "StoreCounters", "StoreEntry", "file_name", "texture_blob")},
         **{n: ".sqlite" for n in ("DB_NAME", "SCHEMA_VERSION")},
         "TextureStore": ".store",
     },

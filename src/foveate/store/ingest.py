@@ -80,7 +80,7 @@ def _ingest_one(store: TextureStore, path: Path, config) -> IngestResult:
         if tid in store:
             return IngestResult(path, "stored", tid)
         tex = encode_array(rgb, config, device=torch.device("cpu"), content_hash=chash)
-        store.put(tex)
+        store.put(tex, source=path.name)
         return IngestResult(
             path, "encoded", tid, encode_ms=tex.timings_ms["total"], pixels=int(rgb.shape[0] * rgb.shape[1])
         )

@@ -1,11 +1,12 @@
 """What a store row holds and what a store counts: :class:`StoreEntry` (one texture's metadata, no pixels),
-:class:`StoreCounters` (this process's hits, misses, puts ...), :class:`GcReport`, and :func:`texture_blob` (the bytes
-a row keeps).  The store itself is :mod:`.store`."""
+:class:`StoreCounters` (this process's hits, misses, puts ...), :class:`GcReport`, :func:`texture_blob` (the bytes
+a row keeps) and :func:`file_name` (what it records of its source).  The store itself is :mod:`.store`."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -37,6 +38,9 @@ class StoreEntry:
     size: int
     created: float
     last_access: float
+    #: the file name of the image it was encoded from (``None``: encoded from an array, or stored by a foveate that
+    #: did not record it)
+    source: str | None = None
 
     @classmethod
     def _from_row(cls, row: tuple) -> StoreEntry:
@@ -56,6 +60,7 @@ class StoreEntry:
             size=row[10],
             created=row[11],
             last_access=row[12],
+            source=meta.get("source"),
         )
 
     def to_dict(self) -> dict:
@@ -92,6 +97,14 @@ class GcReport:
     bytes_after: int = 0
     file_bytes_before: int = 0
     file_bytes_after: int = 0
+
+
+def file_name(source: str | os.PathLike | None) -> str | None:
+    """The file name of a path or URI (``scans/p 1.png``, ``s3://bucket/p 1.png`` -> ``p 1.png``): what a store
+    records of where a texture came from, never a machine's path.  ``None`` when there is no name."""
+    if source is None:
+        return None
+    return os.fspath(source).replace("\\", "/").rstrip("/").rpartition("/")[2] or None
 
 
 def texture_blob(texture: Texture) -> tuple[bytes, str]:

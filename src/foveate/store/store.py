@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 from ..core.errors import StoreError, StoreFullError, TextureFormatError
 from ..core.fvt import FORMAT_VERSION
-from .records import _COLUMNS, GcReport, StoreCounters, StoreEntry, texture_blob
+from .records import _COLUMNS, GcReport, StoreCounters, StoreEntry, file_name, texture_blob
 from .sqlite import DB_NAME, open_connection
 
 if TYPE_CHECKING:  # listing and maintaining a store needs neither torch nor the texture code
@@ -330,21 +330,51 @@ class TextureStore:
         for (i,) in self._conn().execute("SELECT id FROM textures WHERE format_version = ?", (FORMAT_VERSION,)):
             yield i
 
+    def match_ids(self, prefix: str, limit: int | None = None) -> list[str]:
+        """The ids of this format version that start with ``prefix``, sorted (at most ``limit``): the id index."""
+        sql = "SELECT id FROM textures WHERE id >= ? AND id < ? AND format_version = ? ORDER BY id"
+        args: tuple = (prefix, prefix + "\U0010ffff", FORMAT_VERSION)
+        if limit is not None:
+            sql, args = sql + " LIMIT ?", (*args, int(limit))
+        return [i for (i,) in self._conn().execute(sql, args)]
+
+    def resolve_id(self, prefix: str) -> str:
+        """The id of the one stored texture that ``prefix`` starts (a whole id, or enough of one: as git takes a
+        commit); then :meth:`get` reads it.  :class:`StoreError` when none or several match, naming them."""
+        prefix = prefix.strip()
+        if not prefix:
+            raise StoreError("give a texture id (or its first characters); `foveate store ls` lists them")
+        found = [prefix] if prefix in self else self.match_ids(prefix, limit=6)
+        if len(found) == 1:
+            return found[0]
+        if not found:
+            raise StoreError(f"no texture {prefix} in {self.path}; `foveate store ls` lists them")
+        many, shown = (
+            ("more than 5", ", ".join(found[:5]) + ", ...") if len(found) > 5 else (len(found), ", ".join(found))
+        )
+        raise StoreError(f"{prefix} starts {many} textures in {self.path} ({shown}); give more of the id")
+
     # -- writes --------------------------------------------------------------------------------------------
-    def put(self, texture: Texture, blob: tuple[bytes, str] | None = None) -> tuple[StoreEntry, bool]:
+    def put(
+        self, texture: Texture, blob: tuple[bytes, str] | None = None, *, source: str | os.PathLike | None = None
+    ) -> tuple[StoreEntry, bool]:
         """Store ``texture`` unless an entry with its key exists.  Returns (entry, created).
 
-        ``blob`` is ``texture_blob(texture)`` when the caller already has it.  Serialising and hashing happen
-        before the write lock is taken; the insert and the evictions it causes are one transaction.
+        ``blob`` is ``texture_blob(texture)`` when the caller already has it.  ``source``: the path or URI of the
+        image it was encoded from; the entry records its file name only (``StoreEntry.source``; an entry that
+        exists keeps the name it has).  Serialising and hashing happen before the write lock is taken; the insert
+        and the evictions it causes are one transaction.
         """
         data, digest = blob if blob is not None else texture_blob(texture)
         h, w = texture.image_size
+        name = file_name(source)
         meta = json.dumps(
             {
                 "channels": list(texture.channels),
                 "absent": list(texture.absent),
                 "groups": {k: list(v) for k, v in texture.groups.items()},
                 "config": texture.config.to_dict(),
+                **({"source": name} if name is not None else {}),  # an entry of an older foveate has none
             }
         )
         now = time.time()

@@ -145,7 +145,7 @@ def load_pages(
                 t0 = time.perf_counter()
                 tex = encode_array(rgb, encode, content_hash=ch)
                 counts["encode_s"] += time.perf_counter() - t0
-                store.put(tex)
+                store.put(tex, source=Path(image).name)
             else:
                 counts["cached"] += 1
             page = Page(name, image, split_of(name, image, seed), tex, generated=generated)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..core.errors import DatasetError
 from ..query.text.layout import text_index
 from ..query.text.ranker import AnswerRanker, RankerEnsemble
 from .data import Page
@@ -92,6 +93,42 @@ def build_groups(pages: list[Page], ranker: Ranker) -> list[Group]:
     return groups
 
 
+def answered_questions(pages: list[Page]) -> int:
+    """Questions (with text) whose answer an OCR line of their page holds (:func:`answer_lines`): what a ranker
+    learns from.  Cheap: no features are computed."""
+    n = 0
+    for page in pages:
+        index = text_index(page.texture)
+        if index is None or not index.lines:
+            continue
+        n += sum(s.text is not None and bool(answer_lines(index.boxes, s.boxes).any()) for s in page.samples)
+    return n
+
+
+def _nothing_to_learn(pages: list[Page], hold: list[Page], what: str) -> str:
+    questions = sum(s.text is not None for p in pages for s in p.samples)
+    where = (
+        f"none of the {len(pages) - len(hold)} images left after holding out {len(hold)} to choose the epoch does"
+        if answered_questions(pages)
+        else "none does"
+    )
+    return (
+        f"nothing to train the answer ranker on: it learns from questions whose answer box holds an OCR line, and of "
+        f"the {questions} questions on the {len(pages)} images of {what}, {where}; give more training images of "
+        "printed text with their answers boxed (document data sets or synth:N), or keep a file's ranker with --from"
+    )
+
+
+def check_rankable(pages: list[Page], seed: int, members: int = 1, what: str = "the training split") -> None:
+    """Whether :func:`fit_rankers` (``seed``, ``members``) will find a question answered on an OCR line in every
+    member's fitted pages (each holds out its own tenth): a :class:`~foveate.core.errors.DatasetError` that says what
+    is missing, before any ranker is fitted (or forked)."""
+    for i in range(max(1, members)):
+        hold, fit = held_out_pages(pages, random.Random(seed + i))
+        if not answered_questions(fit):
+            raise DatasetError(_nothing_to_learn(pages, hold, what))
+
+
 def _loss(ranker: AnswerRanker, g: Group, tensors: dict) -> torch.Tensor:
     rows, eq, pos = tensors[id(g)]
     logp = torch.log_softmax(ranker(rows, eq), 0)
@@ -157,9 +194,9 @@ def fit_ranker(
     )
     rng = random.Random(seed)  # draws the held-out pages, then every epoch's order
     hold, fit = held_out_pages(pages, rng)
+    if not answered_questions(fit):
+        raise DatasetError(_nothing_to_learn(pages, hold, "the pages given"))
     train_groups, hold_groups = build_groups(fit, ranker), build_groups(hold, ranker)
-    if not any(g.positive[:-1].any() for g in train_groups):
-        raise ValueError("no training question has an answer on an OCR line: nothing to train the ranker on")
     ranker.set_standardisation(np.concatenate([g.rows for g in train_groups]))
     tensors = _tensors(train_groups + hold_groups)
     # balance the sets: each set's questions weigh as much in total as any other set's

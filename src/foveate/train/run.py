@@ -27,10 +27,12 @@ same sources and seed, so that its validation and test images are this run's too
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import math
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,8 +42,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..core.config import EncodeConfig
+from ..core.config import EncodeConfig, SelectConfig
 from ..core.device import train_workers
+from ..core.errors import BudgetError, ConfigError, DatasetError, FoveateError, WeightsError
 from ..core.fork import fork_map
 from ..eval.data import SPLIT_SHARES
 from ..query.terms import QUERY_TERMS
@@ -50,7 +53,7 @@ from .data import Page, by_split, load_pages, resolve_sources
 from .evaluate import format_table, hit_table, ready_query_encoder, records
 from .extent import fit_extent
 from .floor import choose_gate
-from .ranker import Ranker, build_groups, fit_rankers, text_height_ratio, top_k_accuracy
+from .ranker import Ranker, build_groups, check_rankable, fit_rankers, text_height_ratio, top_k_accuracy
 from .text_term import (
     _cross_fit_halves,
     _cross_fit_weights,
@@ -108,6 +111,79 @@ class TrainConfig:
     start: str | None = None
     workers: int | None = None
 
+    def __post_init__(self) -> None:
+        if not self.sources:
+            raise ConfigError("give at least one source: a data set folder or synth:N")
+        if not self.budgets:
+            raise BudgetError("give at least one budget")
+        # what select accepts, here and not after minutes of training (a budget is an integer >= 1 token)
+        object.__setattr__(self, "budgets", tuple(SelectConfig(budget=b).budget for b in self.budgets))
+        if self.epochs < 1:
+            raise ConfigError(f"epochs must be at least 1, got {self.epochs}")
+        if self.rankers < 1:
+            raise ConfigError(f"rankers must be at least 1, got {self.rankers}")
+        if self.workers is not None and self.workers < 1:
+            raise ConfigError(f"workers must be at least 1, got {self.workers}")
+        if not 0.0 <= self.prompts <= 1.0:
+            raise ConfigError(f"prompts is a share of the questions, in [0, 1], got {self.prompts}")
+
+
+def check_output(path: Path, what: str = "output") -> None:
+    """Refuse, before any work, a file path that cannot be written: a folder, something other than a file (a
+    device), a parent that is a file or cannot be created, a folder that cannot be written to.  A
+    :class:`~foveate.core.errors.ConfigError` naming ``what``; nothing is created."""
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{what} {path} is a folder; give the path of the file to write in it")
+    if path.exists() and not path.is_file():
+        raise ConfigError(f"{what} {path} exists and is not a regular file; give a file path")
+    parent = path.absolute().parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent  # the folders the writer creates hang below the nearest existing one
+    if not parent.is_dir():
+        raise ConfigError(f"{what} {path}: {parent} is not a folder, so no file can be written below it")
+    try:  # os.access is not enough: root passes it on a read-only file system, or in /proc
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"{what} {path}: cannot write in {parent} ({exc.strerror or exc})") from None
+
+
+def save_weights(weights: Weights, path: Path) -> Path:
+    """``weights.save(path)``; a failure to write is a :class:`~foveate.core.errors.FoveateError` that leaves no
+    partial file behind (``Weights.save`` writes ``<path>.tmp`` first, then renames it)."""
+    try:
+        return weights.save(path)
+    except OSError as exc:
+        tmp = path.with_name(path.name + ".tmp")
+        with contextlib.suppress(OSError):
+            if tmp.is_file():
+                tmp.unlink()
+        raise FoveateError(f"could not write the weights to {path}: {exc.strerror or exc}") from None
+
+
+def check_config(cfg: TrainConfig) -> None:
+    """What can be known wrong before the data are read and encoded: the output path, the cache folder, a preset
+    without the text group (the answer ranker learns from OCR lines), a ``start`` file without a ranker."""
+    from ..channels.registry import resolve_groups
+
+    check_output(cfg.output)
+    groups = resolve_groups(EncodeConfig(preset=cfg.preset))  # an unknown preset is a ConfigError
+    if "text" not in groups:
+        raise ConfigError(
+            f"preset {cfg.preset!r} has no text group (no OCR): foveate train learns where answers are from the OCR "
+            "lines of the training pages; train with a preset that reads text (default or full)"
+        )
+    if cfg.start is not None:
+        from ..weights import load_weights
+
+        if load_weights(cfg.start).text.ranker is None:
+            raise WeightsError(f"--from {cfg.start}: these weights have no answer ranker to keep; train without --from")
+    try:
+        cfg.cache.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cache {cfg.cache}: cannot create the folder ({exc.strerror or exc})") from None
+
 
 @dataclass
 class TrainResult:
@@ -131,10 +207,14 @@ def _fit_rankers_cross_fitted(train_pages: list[Page], cfg: TrainConfig, log) ->
     in ``cfg.workers`` processes: ``(ranker, report, [ranker for half 0's maps, ranker for half 1's maps])``."""
     halves = _cross_fit_halves(len(train_pages), cfg.seed)
     calls = [(train_pages, cfg.seed, cfg.rankers, cfg.epochs, log)]
+    check_rankable(train_pages, cfg.seed, cfg.rankers)
     for k, half in enumerate(halves):
         other = [train_pages[i] for i in halves[1 - k]]
         log(f"cross-fitting: ranker on {len(other)} pages for the maps of {len(half)} others")
         calls.append((other, cfg.seed + 10 + k * cfg.rankers, cfg.rankers, cfg.epochs, None))
+        check_rankable(
+            other, cfg.seed + 10 + k * cfg.rankers, cfg.rankers, "half of the training split (cross-fitting)"
+        )
     ready_query_encoder(train_pages)
     (ranker, report), *cross = fork_map(_fit_rankers, calls, cfg.workers or 1)
     return ranker, report, [r for r, _ in cross]
@@ -224,7 +304,6 @@ def _start_from(cfg: TrainConfig, n_train: int, log) -> tuple[Weights, dict, dic
     """The weights ``cfg.start`` names, to refit their text term and floor gate (see the module docstring):
     ``(weights without a gate, their ranker report, their scorer report)``.  A file without a ranker, or trained on
     other sources, another seed or another split, is a :class:`~foveate.core.errors.WeightsError`."""
-    from ..core.errors import WeightsError
     from ..weights import load_weights
 
     start = load_weights(cfg.start)
@@ -267,10 +346,10 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
     from .. import __version__
 
     start = time.perf_counter()
+    check_config(cfg)
     workers = train_workers() if cfg.workers is None else cfg.workers
     cfg = dataclasses.replace(cfg, workers=workers)
     timings: dict[str, float] = {}
-    cfg.cache.mkdir(parents=True, exist_ok=True)
     folders = resolve_sources(list(cfg.sources), cfg.cache, cfg.seed)
     pages, counts = load_pages(folders, cfg.cache, EncodeConfig(preset=cfg.preset), cfg.seed, progress, cfg.prompts)
     timings["data"] = time.perf_counter() - start
@@ -281,8 +360,6 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
         f"{counts.get('encode_s', 0.0):.0f} s encoding"
     )
     if not train_p or not val_p:
-        from ..core.errors import DatasetError
-
         raise DatasetError("the split left no training or no validation image: give more images")
 
     handset = Weights.handset()
@@ -373,7 +450,7 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
         "datasets": list(report["datasets"]),
         **report,
     }
-    path = learned.save(cfg.output)
+    path = save_weights(learned, cfg.output)
     return TrainResult(learned, report, "\n\n".join(md), path, timings)
 
 

@@ -9,6 +9,9 @@ image, and request bodies ready to post.
 * ``plan`` -- the crop planner (:func:`plan_for`: a :class:`Selection` and a rule in, a :class:`Plan` out), whose
   search (what a region costs, how tokens group into crops) is ``crops``.
 * ``pictures`` -- the plan's pixels: as sent, as the model sees them, and back at the source size.
+* ``models`` -- the model table: the model a user calls (``claude-opus-4-7``, ``gpt-5.2``, ``gemini-3-flash-preview``,
+  ``Qwen/Qwen3-VL-8B-Instruct``) -> the rule its provider bills pictures by (:func:`model_rule`, :func:`resolve`).
+* ``compose`` -- composite pictures: several crops packed into one picture where the price is per picture.
 * ``payload`` -- :func:`build_request`: OpenAI / Anthropic / Gemini JSON bodies, Qwen2-VL processor inputs, and the
   token ledger (plan vs whole image vs a uniform resize).
 
@@ -26,7 +29,6 @@ __getattr__, __dir__, __all__ = lazy_exports(
             n: ".plan"
             for n in (
                 "PICTURE_TEXT_TOKENS",
-                "Picture",
                 "Plan",
                 "plan_for",
                 "plan_tokens",
@@ -34,6 +36,8 @@ __getattr__, __dir__, __all__ = lazy_exports(
             )
         },
         "price_regions": ".crops",
+        **{n: ".models" for n in ("ModelError", "ModelRow", "list_models", "model_row", "model_rule", "resolve")},
+        **{n: ".picture" for n in ("Part", "Picture")},
         **{n: ".rules" for n in ("Sending", "VlmRule", "get_rule", "list_rules", "register_rule", "rules_help")},
     },
 )

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .plan import Picture
+    from .picture import Picture
 
 #: ``max_tokens`` of an Anthropic body (a required field of the messages API)
 ANTHROPIC_MAX_TOKENS = 1024
@@ -89,6 +89,10 @@ class AnthropicMessages(RequestFormat):
 
 
 class GeminiContents(RequestFormat):
+    """generateContent; a picture sent with a ``media_resolution`` level (Gemini 3) carries it on its own part, beside
+    ``inline_data`` (``"media_resolution": {"level": "MEDIA_RESOLUTION_LOW"}``: the per-part setting takes precedence
+    over the request's)."""
+
     def body(
         self,
         model: str,
@@ -99,8 +103,11 @@ class GeminiContents(RequestFormat):
         question: str,
     ) -> dict[str, Any]:
         parts: list[dict[str, Any]] = []
-        for line, data in zip(lines, encoded):
-            parts += [{"text": line}, {"inline_data": {"mime_type": media, "data": data}}]
+        for line, pic, data in zip(lines, pictures, encoded):
+            part: dict[str, Any] = {"inline_data": {"mime_type": media, "data": data}}
+            if pic.option is not None:
+                part["media_resolution"] = {"level": f"MEDIA_RESOLUTION_{pic.option.upper()}"}
+            parts += [{"text": line}, part]
         return {"contents": [{"role": "user", "parts": parts + [{"text": question}]}]}
 
 

@@ -17,9 +17,11 @@ from ..core.errors import ConfigError
 from ..core.io import encode_image
 from ..selection import Selection
 from .formats import FORMATS
+from .models import resolve
+from .picture import Picture
 from .pictures import cut_pictures
-from .plan import Picture, Plan, plan_for
-from .rules import VlmRule, get_rule
+from .plan import Plan, plan_for
+from .rules import VlmRule
 
 MEDIA = {"png": "image/png", "jpeg": "image/jpeg", "jpg": "image/jpeg"}
 
@@ -69,6 +71,13 @@ def picture_line(pic: Picture, i: int, n: int, image_size: tuple[int, int]) -> s
     head = f"Picture {i} of {n}: "
     if pic.kind == "context":
         return head + f"the whole {w}x{h} px page at {_scale_words(pic.scale)}, for context."
+    if pic.parts:
+        where = "; ".join(
+            f"at x {p.at[0]}-{p.at[0] + p.size[0]}, y {p.at[1]}-{p.at[1] + p.size[1]} of this picture: the region "
+            f"x {v.box[0]}-{v.box[2]}, y {v.box[1]}-{v.box[3]} of the page, at {_scale_words(v.scale)}"
+            for p, v in zip(pic.parts, pic.views())
+        )
+        return head + f"{len(pic.parts)} regions of the page, separated by grey lines: {where}."
     x0, y0, x1, y1 = pic.box
     return head + f"the region x {x0}-{x1}, y {y0}-{y1} of the page, at {_scale_words(pic.scale)}."
 
@@ -91,7 +100,7 @@ def build_body(
 def build_request(
     image: np.ndarray,
     selection: Selection,
-    rule: VlmRule | str = "openai",
+    rule: VlmRule | str | None = None,
     question: str | None = None,
     *,
     model: str | None = None,
@@ -100,13 +109,14 @@ def build_request(
     max_pictures: int | None = None,
     inputs: bool = True,
 ) -> Request:
-    """The request body for ``selection`` of ``image`` (H, W, 3) uint8 RGB (a texture's ``.image``) under
-    ``rule``: plan (unless given), cut and resize the pictures, encode them (``png`` or ``jpeg``), introduce each
-    with one line, ask ``question`` (default: the selection's query text).  No network call.  Qwen2-VL: the
-    processor's inputs too, unless ``inputs=False`` (then the pictures are encoded as for the other APIs:
-    :meth:`Request.data_urls`)."""
+    """The request body for ``selection`` of ``image`` (H, W, 3) uint8 RGB (a texture's ``.image``) under ``rule``
+    (a spec or a :class:`VlmRule`; ``None``: the rule of ``model`` in the model table, :mod:`.models`, else
+    ``openai``), for ``model`` (default: the rule's): plan (unless given), cut and resize the pictures, encode them
+    (``png`` or ``jpeg``), introduce each with one line, ask ``question`` (default: the selection's query text).  No
+    network call.  Qwen2-VL: the processor's inputs too, unless ``inputs=False`` (then the pictures are encoded as for
+    the other APIs: :meth:`Request.data_urls`)."""
     t0 = time.perf_counter()
-    rule = get_rule(rule)
+    rule, model = resolve(rule, model)
     if plan is None:
         plan = plan_for(selection, rule, max_pictures=max_pictures)
     t1 = time.perf_counter()
@@ -114,7 +124,6 @@ def build_request(
     n = len(plan.pictures)
     lines = [picture_line(p, i, n, plan.image_size) for i, p in enumerate(plan.pictures, 1)]
     q = question if question is not None else (selection.query.text or "Describe what you see.")
-    model = model or rule.default_model
     t2 = time.perf_counter()
     fmt = image_format.lower()
     if fmt not in MEDIA:

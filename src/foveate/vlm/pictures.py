@@ -8,7 +8,9 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from .plan import Picture, Plan
+from .compose import SEPARATOR_GREY
+from .picture import Picture
+from .plan import Plan
 
 
 def _resize(img: np.ndarray, size: tuple[int, int]) -> np.ndarray:
@@ -21,7 +23,15 @@ def _resize(img: np.ndarray, size: tuple[int, int]) -> np.ndarray:
 
 
 def cut_picture(image: np.ndarray, pic: Picture) -> np.ndarray:
-    """The RGB picture as sent: ``pic.box`` of ``image`` (H, W, 3) at ``pic.sent`` (w, h)."""
+    """The RGB picture as sent: ``pic.box`` of ``image`` (H, W, 3) at ``pic.sent`` (w, h); a composite: its parts on a
+    grey canvas, each at its place and size."""
+    if pic.parts:
+        canvas = np.full((pic.sent[1], pic.sent[0], 3), SEPARATOR_GREY, np.uint8)
+        for part in pic.parts:
+            (x, y), (w, h) = part.at, part.size
+            x0, y0, x1, y1 = part.box
+            canvas[y : y + h, x : x + w] = _resize(image[y0:y1, x0:x1], (w, h))
+        return canvas
     x0, y0, x1, y1 = pic.box
     return np.ascontiguousarray(_resize(image[y0:y1, x0:x1], pic.sent))
 
@@ -38,6 +48,7 @@ def seen_view(sent: np.ndarray, pic: Picture) -> np.ndarray:
 
 def source_view(image: np.ndarray, pic: Picture) -> np.ndarray:
     """The picture as the model sees it, back at the source size of its box (bilinear): where the provider shrank
-    it, the detail is gone, as in the evaluation's uniform image."""
+    it, the detail is gone, as in the evaluation's uniform image.  A composite has one view per part
+    (:meth:`Picture.views`)."""
     x0, y0, x1, y1 = pic.box
     return _resize(seen_view(cut_picture(image, pic), pic), (x1 - x0, y1 - y0))

@@ -19,6 +19,7 @@ The cheapest candidate wins.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,45 +27,16 @@ from typing import Any
 import numpy as np
 
 from ..selection import Selection
+from .compose import composite, sharpen
 from .crops import EPS, Context, Region, _cover, price_regions
+from .models import resolve
+from .picture import Picture
 from .rules.base import VlmRule
 from .rules.registry import get_rule
 
 #: text tokens charged per picture while planning: the short line that introduces it (an estimate; a picture
 #: must save more than this to be worth sending on its own)
 PICTURE_TEXT_TOKENS = 24
-
-
-@dataclass
-class Picture:
-    """One picture of a plan: ``box`` (x0, y0, x1, y1) of the source image, sent at ``sent`` (w, h) pixels; the
-    model sees ``seen`` (w, h) after the provider's own resize, i.e. ``scale`` source pixels per pixel, and the
-    provider bills ``tokens`` (sent with ``option``: OpenAI's ``detail``)."""
-
-    kind: str  # "context" (the page, coarse), "crop", "image" (the whole image, as the provider takes it)
-    box: tuple[int, int, int, int]
-    sent: tuple[int, int]
-    seen: tuple[int, int]
-    tokens: int
-    option: str | None
-    keeps: int = 0  # selected tokens this picture shows at their selected scale or finer
-
-    @property
-    def scale(self) -> float:
-        x0, y0, x1, y1 = self.box
-        return max((x1 - x0) / self.seen[0], (y1 - y0) / self.seen[1])
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "box": list(self.box),
-            "sent": list(self.sent),
-            "seen": list(self.seen),
-            "scale": round(self.scale, 4),
-            "option": self.option,
-            "tokens": self.tokens,
-            "keeps": self.keeps,
-        }
 
 
 @dataclass
@@ -87,6 +59,7 @@ class Plan:
     total: int  # selected tokens
     notes: list[str] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    source: str = ""  # the document the rule follows, and the date it was read
 
     @property
     def tokens(self) -> int:
@@ -98,6 +71,7 @@ class Plan:
         return {
             "rule": self.rule,
             "model": self.model,
+            "source": self.source,
             "image_size": list(self.image_size),
             "image_tokens": self.image.tokens,
             "plan_tokens": self.tokens,
@@ -123,9 +97,11 @@ def plan_tokens(
     *,
     max_pictures: int | None = None,
     overhead: float = PICTURE_TEXT_TOKENS,
+    refine: bool = True,
 ) -> Plan:
     """Plan pictures for tokens given by their level-0 tile spans ``grid`` (K, 4: r0, c0, r1, c1, exclusive ends)
-    and required scales (K,: ``2**level``) on an image of ``image_size`` (h, w) cut in ``patch`` px tiles."""
+    and required scales (K,: ``2**level``) on an image of ``image_size`` (h, w) cut in ``patch`` px tiles.
+    ``refine=False``: the search's pictures as they are (no composite, no sharpening)."""
     t0 = time.perf_counter()
     rule = get_rule(rule)
     h, w = int(image_size[0]), int(image_size[1])
@@ -179,11 +155,6 @@ def plan_tokens(
         notes.append("the selection has no tokens: sending the image")
     if best is None or best[0] >= image.tokens + overhead - EPS:
         pictures, fallback = [image], True
-        if len(scales):
-            notes.append(
-                f"nothing cheaper than the whole image ({image.tokens} tokens under {rule.name}) shows every "
-                "selected token at its selected scale: sending the image"
-            )
     else:
         _, ctx, merged = best
         pictures = []
@@ -208,6 +179,19 @@ def plan_tokens(
                     )
                 )
         fallback = False
+        if refine:
+            packed = composite(rule, pictures, rule.max_side)
+            pictures = [packed] if packed is not None else [sharpen(rule, p) for p in pictures]
+    if refine and len(scales) and (limit is None or limit >= 1):
+        now = _objective(pictures, overhead)
+        tight = _tight_composite(rule, grid, scales, (h, w), patch, overhead, now)
+        if tight is not None:  # the tokens' own regions packed in one picture: cheaper where a picture costs the same
+            pictures, fallback = [tight], False
+    if fallback and len(scales):
+        notes.append(
+            f"nothing cheaper than the whole image ({image.tokens} tokens under {rule.name}) shows every "
+            "selected token at its selected scale: sending the image"
+        )
     kept = _keeps(pictures, boxes, scales)
     if fallback and kept < len(scales):
         notes.append(
@@ -228,18 +212,54 @@ def plan_tokens(
         len(scales),
         notes,
         {"search": (t1 - t0) * 1e3, "plan": (t2 - t0) * 1e3},
+        rule.source,
     )
 
 
-def _keeps(pictures: list[Picture], boxes: np.ndarray, scales: np.ndarray) -> int:
-    """Tokens shown at their scale by some picture; sets each picture's ``keeps`` (tokens it is the first to keep,
-    finest picture first)."""
-    done = np.zeros(len(scales), bool)
-    for p in sorted(pictures, key=lambda p: p.scale):
+def _tight_composite(
+    rule: VlmRule,
+    grid: np.ndarray,
+    scales: np.ndarray,
+    image_size: tuple[int, int],
+    patch: int,
+    overhead: float,
+    below: float,
+) -> Picture | None:
+    """One composite picture of the regions that show the selected tokens at their scales in the fewest pixels (the
+    plan under a rule that bills area: ``patch:P``), costing less than ``below`` under ``rule`` -- where a
+    provider bills per picture (Gemini 3) or per tile, the tight regions packed together can fit one cheap picture
+    that the planner's own pictures do not."""
+    tight = plan_tokens(grid, scales, image_size, patch, get_rule(f"patch:{patch}"), overhead=overhead, refine=False)
+    if tight.fallback or len(tight.pictures) < 2:
+        return None
+    parts = []
+    for p in tight.pictures:
         x0, y0, x1, y1 = p.box
+        fw, fh = rule.fit(np.array([x1 - x0]), np.array([y1 - y0]), np.array([p.scale]))
+        size = (int(fw[0]), int(fh[0]))
+        parts.append(Picture(p.kind, p.box, size, size, 0, None))
+    # each region is introduced in the picture's line: it costs text tokens as a picture of its own does
+    packed = composite(rule, parts, rule.max_side, math.ceil(below - overhead * len(parts)))
+    return packed if packed is not None and _objective([packed], overhead) < below - EPS else None
+
+
+def _objective(pictures: list[Picture], overhead: float) -> float:
+    """What the search minimises: the pictures' tokens plus ``overhead`` text tokens for each region introduced."""
+    return sum(p.tokens for p in pictures) + overhead * sum(len(p.parts) or 1 for p in pictures)
+
+
+def _keeps(pictures: list[Picture], boxes: np.ndarray, scales: np.ndarray) -> int:
+    """Tokens shown at their scale by some picture (a composite: by one of its parts); sets each picture's ``keeps``
+    (tokens it is the first to keep, finest view first)."""
+    done = np.zeros(len(scales), bool)
+    views = [(v, p) for p in pictures for v in p.views()]
+    for p in pictures:
+        p.keeps = 0
+    for v, p in sorted(views, key=lambda vp: vp[0].scale):
+        x0, y0, x1, y1 = v.box
         inside = (boxes[:, 0] >= x0) & (boxes[:, 1] >= y0) & (boxes[:, 2] <= x1) & (boxes[:, 3] <= y1)
-        ok = inside & (p.scale <= scales * (1 + EPS)) & ~done
-        p.keeps = int(ok.sum())
+        ok = inside & (v.scale <= scales * (1 + EPS)) & ~done
+        p.keeps += int(ok.sum())
         done |= ok
     return int(done.sum())
 
@@ -273,16 +293,21 @@ def uniform_picture(rule: VlmRule | str, w: int, h: int, tokens: int) -> Picture
 
 def plan_for(
     selection: Selection,
-    rule: VlmRule | str = "openai",
+    rule: VlmRule | str | None = None,
     *,
+    model: str | None = None,
     max_pictures: int | None = None,
     overhead: float = PICTURE_TEXT_TOKENS,
 ) -> Plan:
-    """The pictures to send for ``selection`` under ``rule`` (a spec such as ``"openai"`` or a :class:`VlmRule`).
-    Pure: reads the selection's tile spans, levels, image size and patch size only."""
+    """The pictures to send for ``selection`` under ``rule`` (a spec such as ``"openai"`` or a :class:`VlmRule`;
+    ``None``: the rule of ``model`` in the model table, else ``openai``).
+    Pure: reads the selection's tile spans, scales, image size and patch size only.  A token's required scale is its
+    own: ``2 ** level`` for a pyramid token, the resize factor for a token of the uniform layout (which a whole-page
+    picture at that factor or finer keeps, however it is billed)."""
+    rule, _ = resolve(rule, model)
     return plan_tokens(
         selection.grid,
-        np.exp2(selection.levels.astype(np.float64)),
+        np.asarray(selection.scales, np.float64),
         selection.image_size,
         selection.patch_size,
         rule,

@@ -45,6 +45,9 @@ FORMAT_VERSION = 1
 DEFAULT_PATH = Path(__file__).resolve().parent / "default.safetensors"
 _META_KEY = "foveate"
 
+#: bounds on the ranker a weights file may ask for (the shipped one: 5 members, hidden 32, intent 8)
+MAX_MEMBERS = 64
+MAX_WIDTH = 1024
 #: the text term's answer ranker: one network, or several averaged
 Ranker = AnswerRanker | RankerEnsemble
 
@@ -198,8 +201,12 @@ class Weights:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
-        save_file(tensors, str(tmp), metadata={_META_KEY: json.dumps(meta, sort_keys=True)})
-        tmp.replace(path)
+        try:
+            save_file(tensors, str(tmp), metadata={_META_KEY: json.dumps(meta, sort_keys=True)})
+            tmp.replace(path)
+        except BaseException:  # a failed write leaves no partial file behind
+            tmp.unlink(missing_ok=True)
+            raise
         return path
 
     @classmethod
@@ -241,11 +248,20 @@ class Weights:
         channels, terms = _names(meta, "channels"), _names(meta, "query_terms")
         cw, cn = _rows(t, "channel_weight", len(channels), 2), _rows(t, "channel_need", len(channels), 2)
         qw, qn = _rows(t, "query_weight", len(terms)), _rows(t, "query_need", len(terms))
+        for key, tensor in t.items():  # a learned parameter that is not finite would select from NaN scores
+            if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+                raise ValueError(f"tensor {key!r} holds a value that is not finite")
         text = _section(meta, "text")
         ranker: Ranker | None = None
         if text.get("ranker"):
             config = dict(_mapping(text["ranker"], "text.ranker"))
             n = int(config.pop("members", 1))
+            if not 1 <= n <= MAX_MEMBERS:
+                raise ValueError(f"the ranker ensemble has {n} members; a file may hold 1 to {MAX_MEMBERS}")
+            for key in ("intent_dim", "hidden"):  # the network's sizes: bounded before anything is allocated
+                size = config.get(key, 1)
+                if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= MAX_WIDTH:
+                    raise ValueError(f"text.ranker.{key} must be a whole number from 1 to {MAX_WIDTH}, got {size!r}")
             members = []
             for prefix in ["ranker."] if n == 1 else [f"ranker.{i}." for i in range(n)]:
                 state = {k[len(prefix) :]: v for k, v in t.items() if k.startswith(prefix)}

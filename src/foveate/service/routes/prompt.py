@@ -6,12 +6,10 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
-from ...selection import select
 from ...vlm import build_request
-from ..errors import TextureNotFound
 from ..guard import body_limit
 from ..schemas import Error, PromptIn, PromptOut
-from .textures import ERRORS, SELECT_BODY_LIMIT, TextureId, _engine
+from .textures import ERRORS, SELECT_BODY_LIMIT, TextureId, select_stored
 
 router = APIRouter(prefix="/v1/textures", tags=["prompt"])
 
@@ -30,10 +28,7 @@ async def prompt(request: Request, tid: TextureId, body: PromptIn) -> dict:
     the plan vs the whole image vs a uniform resize.  Nothing is sent to the VLM."""
 
     def work() -> dict:
-        tex = _engine(request).texture(tid)
-        if tex is None:
-            raise TextureNotFound(tid)
-        sel = select(tex, body.to_query(), body.budget, mode=body.mode, gist=body.gist, cut=False)
+        tex, sel = select_stored(request, tid, body, cut=False)  # the server's weights, as every route's
         req = build_request(
             tex.image,
             sel,

@@ -14,6 +14,7 @@ from starlette.datastructures import UploadFile
 
 from ...core.config import DEFAULT_BUDGET
 from ...core.errors import ImageDecodeError, QueryError, UnsupportedInputError
+from ...core.texture import Texture
 from ...query.query import MAX_QUERY_CHARS
 from ...render import png_bytes, tokens_metadata
 from ...selection import Selection, select
@@ -28,6 +29,7 @@ from ..schemas import (
     CropsOut,
     Error,
     Mode,
+    PromptIn,
     SelectIn,
     SelectionOut,
     TextureOut,
@@ -87,8 +89,15 @@ def texture_out(entry: StoreEntry, created: bool | None = None) -> TextureOut:
     )
 
 
-async def _image_bytes(request: Request) -> bytes:
-    """The uploaded image: a multipart form's ``file`` field, or the raw body."""
+#: declared types a client sends for anything but an image (curl --data-binary says form-urlencoded for any file):
+#: the bytes decide, and a body of one of these that is not an image answers 415 saying what to send
+NOT_IMAGE_TYPES = ("application/json", "application/x-www-form-urlencoded", "text/")
+
+
+async def _image_bytes(request: Request) -> tuple[bytes, str]:
+    """(the uploaded bytes, the declared content type): a multipart form's ``file`` field, or the raw body whatever
+    its declared type (the bytes are sniffed by decoding them: ``curl --data-binary @page.png`` declares
+    application/x-www-form-urlencoded)."""
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype == "multipart/form-data":
         form = await request.form(max_files=1, max_fields=8)
@@ -98,15 +107,11 @@ async def _image_bytes(request: Request) -> bytes:
                 "a multipart upload needs the image in a file field named 'file' (curl -F file=@image.png ...)"
             )
         data = await file.read()
-    elif ctype in ("application/json", "application/x-www-form-urlencoded", "text/plain"):
-        raise UnsupportedInputError(
-            f"send the image itself (raw bytes or multipart field 'file'), not {ctype}; this server does not fetch URLs"
-        )
     else:
         data = await request.body()
     if not data:
         raise ImageDecodeError("the upload is empty: send the image bytes as the body or as multipart field 'file'")
-    return data
+    return data, ctype
 
 
 @router.post(
@@ -128,12 +133,21 @@ async def _image_bytes(request: Request) -> bytes:
 )
 @body_limit(UPLOAD)
 async def upload(request: Request, response: Response) -> TextureOut:
-    """The image as the raw body (any image content type or application/octet-stream) or as multipart field
-    ``file``.  Idempotent: the id is the image content hash + the encode config hash, so uploading the same
-    picture again (even in another file format) answers 200 with the same id and encodes nothing; concurrent
-    uploads of one picture encode it once.  Images over the pixel limit answer 422."""
-    data = await _image_bytes(request)
-    entry, created = await _engine(request).upload(data)
+    """The image as the raw body (whatever its declared content type: the bytes are decoded, so ``curl
+    --data-binary @page.png`` works) or as multipart field ``file``.  Idempotent: the id is the image content
+    hash + the encode config hash, so uploading the same picture again (even in another file format) answers 200
+    with the same id and encodes nothing; concurrent uploads of one picture encode it once.  Images over the pixel
+    limit answer 422."""
+    data, ctype = await _image_bytes(request)
+    try:
+        entry, created = await _engine(request).upload(data)
+    except ImageDecodeError:
+        if not ctype.startswith(NOT_IMAGE_TYPES):
+            raise
+        raise UnsupportedInputError(
+            f"the {ctype} body is not an image: send the image itself (raw bytes or multipart field 'file'); "
+            "this server does not fetch URLs"
+        ) from None
     response.status_code = 201 if created else 200
     return texture_out(entry, created)
 
@@ -156,9 +170,11 @@ async def delete(request: Request, tid: TextureId) -> Response:
 # -- per query ------------------------------------------------------------------------------------------------
 
 
-def _select(request: Request, tid: str, body: SelectIn, cut: bool) -> tuple:
-    """(texture, selection) -- runs in a worker thread."""
-    tex = _engine(request).texture(tid)
+def select_stored(request: Request, tid: str, body: SelectIn | PromptIn, cut: bool) -> tuple[Texture, Selection]:
+    """(texture, selection) of a stored texture under the server's weights (the engine's, resolved once at start):
+    every route that selects comes here.  Blocking: runs in a worker thread."""
+    engine = _engine(request)
+    tex = engine.texture(tid)
     if tex is None:
         raise TextureNotFound(tid)
     sel = select(
@@ -168,8 +184,8 @@ def _select(request: Request, tid: str, body: SelectIn, cut: bool) -> tuple:
         mode=body.mode,
         gist=body.gist,
         cut=cut,
-        explain=body.explain,
-        weights=_engine(request).settings.weights,
+        explain=getattr(body, "explain", False),
+        weights=engine.weights,
     )
     return tex, sel
 
@@ -195,7 +211,7 @@ def selection_json(sel: Selection) -> bytes:
 async def select_tokens(request: Request, tid: TextureId, body: SelectIn) -> Response:
     """Scores the stored texture for the query and spends the budget (no encode).  Returns the selection
     document of ``foveate select --json`` (schema: docs/selection-schema.md)."""
-    _, sel = await run_in_threadpool(_select, request, tid, body, False)
+    _, sel = await run_in_threadpool(select_stored, request, tid, body, False)
     # the bytes FastAPI would make from response_model=SelectionOut (which stays for the OpenAPI schema)
     return Response(selection_json(sel), media_type="application/json")
 
@@ -266,7 +282,7 @@ async def overlay(request: Request, tid: TextureId, q: QueryParams) -> Response:
     from ...render import render_overlay
 
     def work() -> bytes:
-        tex, sel = _select(request, tid, q, cut=False)
+        tex, sel = select_stored(request, tid, q, cut=False)
         return png_bytes(render_overlay(tex.image, sel))
 
     return Response(await run_in_threadpool(work), media_type="image/png")
@@ -279,7 +295,7 @@ async def mosaic(request: Request, tid: TextureId, q: QueryParams) -> Response:
     from ...render import render_mosaic
 
     def work() -> bytes:
-        tex, sel = _select(request, tid, q, cut=False)
+        tex, sel = select_stored(request, tid, q, cut=False)
         return png_bytes(render_mosaic(tex, sel))
 
     return Response(await run_in_threadpool(work), media_type="image/png")
@@ -303,7 +319,7 @@ async def tokens(request: Request, tid: TextureId, q: QueryParams) -> Response:
     from safetensors.torch import save
 
     def work() -> bytes:
-        _, sel = _select(request, tid, q, cut=True)
+        _, sel = select_stored(request, tid, q, cut=True)
         return save(sel.tensors(), metadata=tokens_metadata(sel))
 
     return Response(
@@ -323,17 +339,27 @@ async def crops(
     request: Request,
     tid: TextureId,
     q: QueryParams,
-    vlm: str = Query("openai", max_length=64, description=f"VLM rule: {rules_help()}."),
+    vlm: str | None = Query(
+        None, max_length=64, description=f"VLM rule (default: the model's, else openai): {rules_help()}."
+    ),
+    model: str | None = Query(
+        None,
+        max_length=200,
+        description="A model name (`foveate models`): its provider's rule, unless `vlm` names one.",
+    ),
     max_crops: int | None = Query(
         None, ge=1, le=64, description="At most this many crops besides the context picture."
     ),
     images: bool = Query(True, description="Include each picture as a PNG data URL."),
 ) -> dict:
     from ...render import crop_images, plan_crops
+    from ...vlm import resolve
+
+    rule, _ = resolve(vlm, model)  # an unknown rule or model: a 422 before any work
 
     def work() -> dict:
-        tex, sel = _select(request, tid, q, cut=False)
-        plan = plan_crops(sel, vlm, max_crops=max_crops)
+        tex, sel = select_stored(request, tid, q, cut=False)
+        plan = plan_crops(sel, rule, max_crops=max_crops)
         doc = plan.to_dict()
         if images:
             for c, (_, arr) in zip(doc["pictures"], crop_images(tex.image, plan)):

@@ -20,7 +20,7 @@ from ...core.types import I64, U8, Array
 from ..formats import OPENAI_CHAT, RequestFormat
 
 if TYPE_CHECKING:
-    from ..plan import Picture
+    from ..picture import Picture
 
 Arr = Array
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ...core.errors import ConfigError
 from ...core.types import I64
 from .base import Arr, VlmRule, _fit_inside
 
-#: (base, per 512-px tile) tokens of the tile-rule models.  Source: OpenAI, "Images and vision", calculating costs
-#: (platform.openai.com/docs/guides/images-vision#calculating-costs).
+GUIDE = "https://developers.openai.com/api/docs/guides/images-vision"
+
+#: (base, per 512-px tile) tokens of the tile-rule models.  Source: the "Images and vision" guide, "Calculating costs"
+#: (read 2026-11-27)
 OPENAI_TILE_MODELS = {
     "gpt-4o": (85, 170),
     "gpt-4.1": (85, 170),
@@ -18,10 +22,45 @@ OPENAI_TILE_MODELS = {
     "o1": (75, 150),
     "o1-pro": (75, 150),
     "o3": (75, 150),
+    "gpt-5": (70, 140),
+    "gpt-5.1": (70, 140),
+    "gpt-5-chat-latest": (70, 140),
 }
 
-#: token multiplier of the 32-px patch-rule models (same source)
-OPENAI_PATCH_MODELS = {"gpt-4.1-mini": 1.62, "gpt-4.1-nano": 2.46, "o4-mini": 1.72}
+
+@dataclass(frozen=True)
+class PatchModel:
+    """A patch-rule model: its token multiplier, and per ``detail`` level the pixel limit a picture is fitted in and
+    the patch budget (``None``: none), the default level first (what ``auto``, or no detail at all, means)."""
+
+    multiplier: float
+    details: dict[str | None, tuple[int, int | None]]
+    version: str = "current"
+
+
+#: the guide's patch-rule table.  ``current``: the version with the 30,000-patch limit (read 2026-11-27); ``previous``:
+#: the models that version no longer sizes, from the version before it (a 1,536-patch budget at 2048 px)
+OPENAI_PATCH_MODELS: dict[str, PatchModel] = {
+    **{
+        m: PatchModel(1.2, {"original": (65535, None), "low": (512, None), "high": (2048, 2500)})
+        for m in ("gpt-5.6-sol", "gpt-5.6-terra", "gpt-5.6-luna")
+    },
+    "gpt-5.5": PatchModel(1.2, {"original": (6000, 10000), "low": (512, None), "high": (2048, 2500)}),
+    **{
+        m: PatchModel(1.2, {"high": (2048, 2500), "low": (2048, 6144), "original": (6000, 10000)})
+        for m in ("gpt-5.4", "gpt-5.4-mini", "gpt-5.4-nano")
+    },
+    "gpt-5.2": PatchModel(1.2, {None: (2048, 6144)}),
+    "gpt-4.1-mini": PatchModel(1.62, {None: (2048, 6144)}),
+    "gpt-4.1-nano": PatchModel(2.46, {None: (2048, 1536)}, "previous"),
+    "o4-mini": PatchModel(1.72, {None: (2048, 1536)}, "previous"),
+    "gpt-5-mini": PatchModel(1.62, {None: (2048, 1536)}, "previous"),
+    "gpt-5-nano": PatchModel(2.46, {None: (2048, 1536)}, "previous"),
+}
+#: a picture over this many patches after sizing is refused ("rejected rather than automatically scaled")
+MAX_PATCHES = 30000
+#: tokens reported for a picture the API would refuse: never chosen by a planner
+REFUSED = 2**40
 
 
 class OpenAITiles(VlmRule):
@@ -69,17 +108,25 @@ class OpenAITiles(VlmRule):
 
 
 class OpenAIPatches(VlmRule):
-    """GPT-4.1-mini / -nano, o4-mini: 32 x 32 px patches, at most 1536.  Source: platform.openai.com/docs/guides/
-    images-vision ("Calculating costs", patch models): patches = ceil(w/32) * ceil(h/32); over 1536 the picture is
-    shrunk by sqrt(1536 * 32^2 / (w h)), then by floor(w'/32) / (w'/32) so that its width is a whole number of
-    patches; the count is capped at 1536 and multiplied by the model's factor (1.62 gpt-4.1-mini, 2.46
-    gpt-4.1-nano, 1.72 o4-mini).  Worked examples there: 1024 x 1024 = 1024 patches; 1800 x 2400 -> 1056 x 1408 =
-    1452 patches.  The guide does not say how the product with the factor is rounded: the code rounds up.  A
-    rule of its own: the ``detail`` parameter does not change these models' count in the guide."""
+    """The patch-rule models (GPT-5.2 and later, the 4.1 and 5 minis).  Source: the "Images and vision" guide,
+    "Calculating costs" (developers.openai.com/api/docs/guides/images-vision, read 2026-11-27): the picture is first
+    fitted in the ``detail`` level's pixel limit "without enlarging smaller images"; patches = ceil(w/32) * ceil(h/32);
+    over the level's patch budget it is shrunk by ``s = sqrt(32^2 * budget / (w h))`` times ``min(floor(w s / 32) /
+    (w s / 32), floor(h s / 32) / (h s / 32))``, the sides rounded down; a picture still over 30,000 patches is
+    refused; tokens = ceil(patches * the model's multiplier).  Worked examples: gpt-5.4 ``high`` (2048 px, 2,500
+    patches, x1.2): 1024 x 1024 -> 1024 patches, ``ceil(1024 x 1.2) = 1229`` tokens; 2048 x 2048 -> 1600 x 1600, 2500
+    patches, 3000 tokens.  The previous version of the guide (a 1,536-patch budget at 2048 px, which the table keeps
+    for the models the current version no longer sizes): 1024 x 1024 -> 1024 patches; 1800 x 2400 -> shrink 0.603,
+    adjusted 0.586, 1056 x 1408 = 1452 patches.  Options: the model's ``detail`` levels, the one ``auto`` means
+    first (``low`` can cost more than ``high`` on gpt-5.4: 6,144 patches against 2,500).  Limits: 1,500 pictures
+    per request.
 
-    max_pictures = 500
-    source = "https://platform.openai.com/docs/guides/images-vision#calculating-costs"
-    cap = 1536
+    Ambiguous: how the first fit rounds ("rounding to integer pixels"): the code rounds down, as the later steps do.
+    Two versions of the multiplier table are published; the code follows the current one where it sizes the model
+    and names the version each model follows (:data:`OPENAI_PATCH_MODELS`)."""
+
+    max_pictures = 1500
+    source = f"{GUIDE} (read 2026-11-27)"
     patch = 32
 
     def __init__(self, model: str = "gpt-4.1-mini") -> None:
@@ -87,20 +134,27 @@ class OpenAIPatches(VlmRule):
             raise ConfigError(
                 f"openai-patch: unknown model {model!r}; patch-rule models: {', '.join(OPENAI_PATCH_MODELS)}"
             )
-        self.multiplier = OPENAI_PATCH_MODELS[model]
+        self.spec = OPENAI_PATCH_MODELS[model]
+        self.multiplier = self.spec.multiplier
+        self.options = tuple(self.spec.details)
         self.default_model = model
         self.name = "openai-patch" if model == "gpt-4.1-mini" else f"openai-patch:{model}"
 
     def price(self, w: Arr, h: Arr, option: str | None = None) -> tuple[I64, I64, I64]:
-        p, cap = self.patch, self.cap
-        w = np.asarray(w, np.float64)
-        h = np.asarray(h, np.float64)
-        over = np.ceil(w / p) * np.ceil(h / p) > cap
-        s = np.where(over, np.minimum(1.0, np.sqrt(cap * p * p / (w * h))), 1.0)
-        w1, h1 = w * s, h * s
-        f = np.where(over, np.floor(w1 / p) / np.maximum(w1 / p, 1e-9), 1.0)
-        f = np.where(f > 0, f, 1.0)  # a picture narrower than one patch after the shrink keeps its width
-        w2, h2 = w1 * f, h1 * f
-        patches = np.minimum(np.ceil(w2 / p - 1e-9) * np.ceil(h2 / p - 1e-9), cap)
+        level = self.options[0] if option is None else option
+        if level not in self.spec.details:
+            raise ConfigError(f"{self.name}: detail must be one of {', '.join(map(str, self.options))}, got {option!r}")
+        limit, budget = self.spec.details[level]
+        p = self.patch
+        fw, fh = _fit_inside(w, h, limit, limit)
+        w0, h0 = fw.astype(np.float64), fh.astype(np.float64)
+        over = (budget is not None) & (np.ceil(w0 / p) * np.ceil(h0 / p) > (budget or 0))
+        s = np.sqrt(p * p * (budget or 1) / (w0 * h0))
+        adjust = np.minimum(np.floor(w0 * s / p) / (w0 * s / p), np.floor(h0 * s / p) / (h0 * s / p))
+        adjust = np.where(adjust > 0, adjust, 1.0)  # a side under one patch after the shrink: keep the plain factor
+        s = np.where(over, s * adjust, 1.0)
+        sw = np.maximum(1, np.floor(w0 * s + 1e-9)).astype(np.int64)
+        sh = np.maximum(1, np.floor(h0 * s + 1e-9)).astype(np.int64)
+        patches = (-(-sw // p)) * (-(-sh // p))
         tokens = np.ceil(patches * self.multiplier - 1e-9).astype(np.int64)
-        return (tokens, np.maximum(1, np.round(w2)).astype(np.int64), np.maximum(1, np.round(h2)).astype(np.int64))
+        return np.where(patches > MAX_PATCHES, REFUSED, tokens), sw, sh

@@ -1,6 +1,8 @@
-"""Qwen2-VL / Qwen2.5-VL through transformers' own image processor: the size the model sees comes from the
-processor module's ``smart_resize`` and the token count from the processor itself, not from a copy of their
-arithmetic; :meth:`Qwen2VL.inputs` returns the processor's ``pixel_values`` and ``image_grid_thw``.
+"""Qwen2-VL, Qwen2.5-VL and Qwen3-VL through transformers' own image processor: the size the model sees comes from
+the processor module's ``smart_resize`` and the token count from the processor itself, not from a copy of their
+arithmetic; :meth:`Qwen2VL.inputs` returns the processor's ``pixel_values`` and ``image_grid_thw``.  Qwen3-VL has no
+image processor of its own in transformers: it is the Qwen2-VL one with 16-px patches and its checkpoint's sizes
+(:data:`QWEN_MODELS`).
 
 transformers is imported here, inside functions, only when a Qwen2-VL rule is used.  transformers >= 5 ships the
 processor in two backends: ``Qwen2VLImageProcessorPil`` (NumPy + PIL) and a torchvision one; the PIL backend is
@@ -10,6 +12,7 @@ used (torchvision is not a dependency).  transformers 4.x names its NumPy proces
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -24,6 +27,26 @@ from .base import Arr, Sending, VlmRule
 REFUSED = 2**40
 #: the largest ``max_pixels`` ``qwen2-vl:N`` takes (2**31 - 1: a picture of 46k x 46k pixels)
 MAX_PIXELS = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class QwenModel:
+    """What a Qwen family's checkpoints configure the processor with (``preprocessor_config.json``, read
+    2026-11-27): patch size (two patches merged per token side), the pixel range, the normalisation, an example id."""
+
+    patch_size: int
+    min_pixels: int | None  # None: transformers' defaults (56 x 56 to 28 x 28 x 1280)
+    max_pixels: int | None
+    model: str
+    mean_std: float | None = None  # Qwen3-VL normalises with 0.5 / 0.5 (None: the processor's CLIP values)
+
+
+#: rule name -> the family's processor settings
+QWEN_MODELS = {
+    "qwen2-vl": QwenModel(14, None, None, "Qwen/Qwen2-VL-7B-Instruct"),
+    "qwen2.5-vl": QwenModel(14, 3136, 12845056, "Qwen/Qwen2.5-VL-7B-Instruct"),
+    "qwen3-vl": QwenModel(16, 65536, 16777216, "Qwen/Qwen3-VL-8B-Instruct", 0.5),
+}
 
 
 def processor_class() -> type:
@@ -47,28 +70,34 @@ def _smart_resize() -> Callable[..., tuple[int, int]]:
 
 
 class Qwen2VL(VlmRule):
-    """Qwen2-VL: 14-px patches merged 2 x 2, so one token per 28 x 28 px of the picture as the processor resizes
-    it (``smart_resize``: each side rounded to a multiple of 28, the area kept between ``min_pixels`` and
-    ``max_pixels``).  Source: transformers' ``Qwen2VLImageProcessor`` (huggingface.co/docs/transformers/
-    model_doc/qwen2_vl; defaults min_pixels 56 x 56, max_pixels 28 x 28 x 1280).  ``qwen2-vl:N`` sets max_pixels
-    to N (the Qwen2-VL-7B-Instruct checkpoint's own config uses 12845056).  No documented picture limit: the
-    context length (32k tokens) bounds it."""
+    """Qwen2-VL (and its successors): ``patch_size``-px patches merged 2 x 2, so one token per ``2 x patch_size`` px
+    square of the picture as the processor resizes it (``smart_resize``: each side rounded to a multiple of the token
+    side, the area kept between ``min_pixels`` and ``max_pixels``).  Source: transformers' ``Qwen2VLImageProcessor``
+    (huggingface.co/docs/transformers/model_doc/qwen2_vl, model_doc/qwen3_vl; the checkpoints' preprocessor configs,
+    read 2026-11-27): Qwen2-VL 14-px patches (28-px tokens) with transformers' defaults (56 x 56 to 28 x 28 x 1280
+    px); Qwen2.5-VL the same patches, 3,136 to 12,845,056 px; Qwen3-VL 16-px patches (32-px tokens), 65,536 to
+    16,777,216 px.  ``NAME:N`` sets max_pixels to N.  No documented picture limit: the context length bounds it."""
 
-    name = "qwen2-vl"
     format = QWEN_PROCESSOR
-    default_model = "Qwen/Qwen2-VL-7B-Instruct"
-    source = "https://huggingface.co/docs/transformers/model_doc/qwen2_vl"
 
-    def __init__(self, arg: str | None = None) -> None:
-        self.max_pixels: int | None = None
+    def __init__(self, arg: str | None = None, family: str = "qwen2-vl") -> None:
+        spec = QWEN_MODELS[family]
+        self.family, self.spec = family, spec
+        self.name = family
+        self.default_model = spec.model
+        self.source = (
+            f"https://huggingface.co/docs/transformers/model_doc/{family.replace('.', '_').replace('-', '_')}"
+            " (read 2026-11-27)"
+        )
+        self.max_pixels: int | None = spec.max_pixels
         if arg:
             try:
                 self.max_pixels = int(arg)
             except ValueError:
-                raise ConfigError(f"qwen2-vl:N takes max_pixels as a whole number, got {arg!r}") from None
+                raise ConfigError(f"{family}:N takes max_pixels as a whole number, got {arg!r}") from None
             if not 56 * 56 <= self.max_pixels <= MAX_PIXELS:
-                raise ConfigError(f"qwen2-vl: max_pixels must be from {56 * 56} to {MAX_PIXELS}, got {self.max_pixels}")
-            self.name = f"qwen2-vl:{self.max_pixels}"
+                raise ConfigError(f"{family}: max_pixels must be from {56 * 56} to {MAX_PIXELS}, got {self.max_pixels}")
+            self.name = f"{family}:{self.max_pixels}"
         self._proc: Any = None
 
     @property
@@ -76,7 +105,14 @@ class Qwen2VL(VlmRule):
         """The transformers image processor this rule prices with (made on first use)."""
         if self._proc is None:
             cls = processor_class()
-            self._proc = cls(max_pixels=self.max_pixels) if self.max_pixels else cls()
+            kwargs: dict[str, Any] = {"patch_size": self.spec.patch_size}
+            if self.spec.min_pixels:
+                kwargs["min_pixels"] = self.spec.min_pixels
+            if self.max_pixels:
+                kwargs["max_pixels"] = self.max_pixels
+            if self.spec.mean_std is not None:
+                kwargs["image_mean"] = kwargs["image_std"] = [self.spec.mean_std] * 3
+            self._proc = cls(**kwargs)
             size = self._proc.size
 
             def get(key: str) -> Any:  # transformers 4 sizes are dicts, 5 dataclasses
@@ -109,8 +145,8 @@ class Qwen2VL(VlmRule):
         return out[:, 0].reshape(shape), out[:, 1].reshape(shape), out[:, 2].reshape(shape)
 
     def fit(self, bw: Arr, bh: Arr, scale: Arr) -> tuple[Arr, Arr]:
-        """Sides rounded *up* to the processor's multiple of 28, so that ``smart_resize`` (which rounds to the
-        nearest multiple) never shrinks a crop below the scale it was selected at."""
+        """Sides rounded *up* to the processor's multiple of the token side, so that ``smart_resize`` (which rounds to
+        the nearest multiple) never shrinks a crop below the scale it was selected at."""
         self.processor  # noqa: B018
         w, h = super().fit(bw, bh, scale)
         f = self.factor
@@ -119,7 +155,7 @@ class Qwen2VL(VlmRule):
     def whole(self, w: int, h: int) -> tuple[tuple[int, int], Sending]:
         sent, sending = super().whole(w, h)
         if sending.tokens >= REFUSED:
-            raise ConfigError(f"qwen2-vl takes pictures with an aspect ratio up to 200, got {w}x{h}")
+            raise ConfigError(f"{self.family} takes pictures with an aspect ratio up to 200, got {w}x{h}")
         return sent, sending
 
     def inputs(self, pictures: list[U8]) -> dict[str, Any]:

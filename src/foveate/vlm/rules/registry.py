@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from ...core.errors import ConfigError
 from .anthropic import Anthropic
 from .base import VlmRule
-from .gemini import Gemini
+from .gemini import Gemini, Gemini3
 from .llava import Llava15
 from .openai import OpenAIPatches, OpenAITiles
 from .patch import Patches
@@ -147,8 +147,11 @@ def _patch(arg: str | None) -> VlmRule:
 
 register_rule("openai", lambda a: OpenAITiles(a or "gpt-4o"), argument="MODEL")
 register_rule("openai-patch", lambda a: OpenAIPatches(a or "gpt-4.1-mini"), argument="MODEL")
-register_rule("anthropic", lambda a: Anthropic(), argument=None)
+register_rule("anthropic", lambda a: Anthropic(a or "standard"), argument="TIER")
 register_rule("gemini", lambda a: Gemini(), argument=None)
+register_rule("gemini-3", lambda a: Gemini3(), argument=None)
 register_rule("qwen2-vl", Qwen2VL, argument="MAX_PIXELS")
+register_rule("qwen2.5-vl", lambda a: Qwen2VL(a, "qwen2.5-vl"), argument="MAX_PIXELS")
+register_rule("qwen3-vl", lambda a: Qwen2VL(a, "qwen3-vl"), argument="MAX_PIXELS")
 register_rule("llava-1.5", lambda a: Llava15(), argument=None)
 register_rule("patch", _patch, argument="P", required=True, example="patch:14")

@@ -1,0 +1,132 @@
+"""Bad input on the command line gets one line and exit code 1, never a traceback (issue 40's audit of the surfaces
+added in 0.2): the prompt command's weights and question, rule specs, undecodable bytes, presets for saved textures,
+textures read from a store, and error lines that stay one line on a pipe."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import foveate
+from foveate.cli import video as video_cli
+from foveate.video.config import VideoConfig
+
+from .common import BIN, run
+
+
+def _one_error_line(done: subprocess.CompletedProcess[str], needle: str) -> None:
+    assert done.returncode == 1, (done.returncode, done.stderr[-2000:])
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], lines
+    assert "Traceback" not in done.stderr
+
+
+@pytest.fixture(scope="module")
+def page_fvt(tmp_path_factory, page_texture):
+    path = tmp_path_factory.mktemp("fvt") / "page.fvt"
+    page_texture.save(path)
+    return path
+
+
+def test_prompt_reads_the_weights_it_is_given(page_fvt, page_texture, tmp_path):
+    """``foveate prompt --weights`` plans what ``select(..., weights=...)`` then ``build_request`` plan (it had no
+    ``--weights``: every prompt used the default weights)."""
+    from foveate.vlm import build_request
+
+    q = "When was it signed?"
+    done = run("prompt", page_fvt, "-q", q, "--weights", "handset", "--json", "-o", tmp_path / "p")
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    want = build_request(page_texture.image, foveate.select(page_texture, q, weights="handset"), "openai", q)
+    default = build_request(page_texture.image, foveate.select(page_texture, q), "openai", q)
+    assert [p["box"] for p in got["pictures"]] == [list(p.box) for p in want.plan.pictures]
+    assert got["plan_tokens"] == want.plan.tokens
+    sel_h, sel_d = foveate.select(page_texture, q, weights="handset"), foveate.select(page_texture, q)
+    assert sel_h.boxes.tolist() != sel_d.boxes.tolist() or want.plan.tokens != default.plan.tokens
+
+
+def test_prompt_refuses_an_empty_question(page_fvt, tmp_path):
+    _one_error_line(run("prompt", page_fvt, "-q", "  ", "-o", tmp_path / "p"), "question")
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "patch:999999999999999999999999",
+        "patch:0",
+        "qwen2-vl:99999999999999999999",
+        "anthropic:x",
+        "nosuchrule",
+        "x" * 300,
+    ],
+)
+def test_a_bad_rule_spec_is_one_line(spec, page_fvt, tmp_path):
+    _one_error_line(run("prompt", page_fvt, "-q", "total", "--vlm", spec, "-o", tmp_path / "p"), "")
+
+
+@pytest.mark.parametrize("command", ["select", "prompt"])
+def test_undecodable_bytes_in_a_question_are_read_not_a_crash(command, page_fvt, tmp_path):
+    """A question holding bytes that are not UTF-8 (a shell's ``$'tot\\xffal'``) is read with U+FFFD in their place;
+    it was a ``TypeError`` from the tokenizer."""
+    args = [
+        os.fsencode(str(BIN)) if BIN.exists() else sys.executable.encode(),
+        *([] if BIN.exists() else [b"-m", b"foveate.cli"]),
+        command.encode(),
+        os.fsencode(str(page_fvt)),
+        b"-q",
+        b"tot\xffal due",
+        b"-o",
+        os.fsencode(str(tmp_path / command)),
+    ]
+    done = subprocess.run(args, capture_output=True, timeout=300, env={**os.environ, "COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+
+
+def test_the_library_reads_lone_surrogates(page_texture):
+    for text in ("tot\udcffal", "a\ud800b", "\udfff"):
+        sel = foveate.select(page_texture, text, 64)
+        assert 0 < len(sel) <= 64 and "\ufffd" in sel.query.text or "?" in sel.query.text
+
+
+def test_an_unknown_preset_is_an_error_for_a_saved_texture_too(page_fvt, tmp_path):
+    """``--preset bogus`` was silently ignored when the source was a .fvt (no encode reads it)."""
+    _one_error_line(run("select", page_fvt, "-q", "total", "--preset", "bogus", "-o", tmp_path / "s"), "bogus")
+
+
+def test_select_reads_a_stored_texture_by_id_or_prefix(page_texture, tmp_path):
+    from foveate.store import TextureStore
+
+    with TextureStore(tmp_path / "store") as st:
+        st.put(page_texture)
+    for ref in (page_texture.id, page_texture.id[:10]):
+        done = run("select", f"{tmp_path / 'store'}/#{ref}", "-q", "total", "--json", "-o", tmp_path / "sel")
+        assert done.returncode == 0, done.stderr
+        doc = json.loads(done.stdout)
+        assert (doc[0] if isinstance(doc, list) else doc)["texture_id"] == page_texture.id
+    _one_error_line(run("select", f"{tmp_path / 'store'}/#ffff0000", "-q", "total", "-o", tmp_path / "x"), "no texture")
+
+
+def test_a_long_error_stays_one_line_on_a_pipe(tmp_path):
+    """Rich wrapped error lines at 80 columns when stderr was piped."""
+    missing = tmp_path / ("a-very-long-folder-name-" * 6) / "page.png"
+    done = subprocess.run(
+        [str(BIN), "select", str(missing), "-q", "total"]
+        if BIN.exists()
+        else [sys.executable, "-m", "foveate.cli", "select", str(missing), "-q", "total"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COLUMNS": "80"},
+    )
+    _one_error_line(done, "page.png")
+
+
+def test_video_keyframe_interval_has_one_default():
+    """The command line said 30, ``VideoConfig`` 60."""
+    default = inspect.signature(video_cli.video).parameters["keyframe_interval"].default.default
+    assert default == VideoConfig.keyframe_interval == VideoConfig().keyframe_interval
