@@ -24,7 +24,6 @@ from PIL import Image
 
 import foveate
 from foveate.service.guard import MAX_REQUEST_HEAD
-from foveate.service.process import ServerProcess
 
 from ..conftest import random_image
 
@@ -51,20 +50,6 @@ def bounded(n: int):
     return settings(
         max_examples=n, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck)
     )
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    store = tmp_path_factory.mktemp("store")
-    with ServerProcess(store, preset="fast", args=("--max-upload-mb", "4", "--max-pixels", "4000000")) as srv:
-        yield srv
-
-
-@pytest.fixture(scope="module")
-def photo_id(server, photo_path):
-    r = httpx.post(server.url + "/v1/textures", content=photo_path.read_bytes(), timeout=60)
-    assert r.status_code in (200, 201), r.text
-    return r.json()["id"]
 
 
 def one_line_detail(r) -> None:
