@@ -126,3 +126,22 @@ def test_plan_for_is_pure_and_json_able(page_sel):
     b = plan_for(page_sel, "openai").to_dict()
     a.pop("timings_ms"), b.pop("timings_ms")
     assert a == b and json.loads(json.dumps(a)) == a
+
+
+def test_gemini3_body_sets_each_pictures_media_resolution(page_texture, page_sel):
+    """ai.google.dev/gemini-api/docs/media-resolution (read 2026-11-27): a part's ``media_resolution`` (``{"level":
+    "MEDIA_RESOLUTION_LOW"}``, beside ``inline_data``) takes precedence over the request's; Gemini 2.x parts carry
+    none."""
+    req = build_request(page_texture.image, page_sel, model="gemini-3-flash-preview")
+    parts = req.body["contents"][0]["parts"]
+    pictures = [p for p in parts if "inline_data" in p]
+    assert len(pictures) == len(req.plan.pictures) and req.ledger()["model"] == "gemini-3-flash-preview"
+    for part, pic in zip(pictures, req.plan.pictures):
+        assert pic.option in ("low", "medium", "high", "ultra_high")
+        assert part["media_resolution"] == {"level": f"MEDIA_RESOLUTION_{pic.option.upper()}"}
+        assert decode(part["inline_data"]["data"]).shape[:2] == (pic.sent[1], pic.sent[0])
+    assert req.plan.tokens == sum(
+        {"low": 280, "medium": 560, "high": 1120, "ultra_high": 2240}[p.option] for p in req.plan.pictures
+    )
+    old = build_request(page_texture.image, page_sel, model="gemini-2.5-flash").body["contents"][0]["parts"]
+    assert all("media_resolution" not in p for p in old)
