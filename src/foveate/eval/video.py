@@ -7,7 +7,6 @@ one run (:func:`eval_boxes`).  The figures in EVAL.md ("Video") come from it:
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -19,8 +18,10 @@ from rich.table import Table
 from ..bench.common import machine_info, write_json
 from ..core.config import EncodeConfig, SelectConfig
 from ..core.device import resolve_device
+from ..core.errors import DatasetError
 from ..core.io import load_image
 from ..video import VideoPredictor
+from .data import EvalQuery, Problem, read_queries
 from .metrics import query_metrics
 
 PROTOCOLS = {
@@ -52,10 +53,18 @@ def eval_boxes(
     """
     console = console or Console()
     root = Path(root)
-    lines = [json.loads(s) for s in (root / "queries.jsonl").read_text().splitlines() if s.strip()]
-    seqs: dict[str, list[dict]] = defaultdict(list)
-    for q in lines:
-        seqs[q["sequence"]].append(q)
+    queries, problems, _ = read_queries(root)  # a malformed line is a problem of its line, as in `foveate eval`
+    seqs: dict[str, list[EvalQuery]] = defaultdict(list)
+    for q in queries:
+        seq, frame = q.meta.get("sequence"), q.meta.get("frame_index")
+        if not isinstance(seq, str) or isinstance(frame, bool) or not isinstance(frame, int):
+            problems.append(Problem(q.line, "schema", "a video line needs 'sequence' (text) and 'frame_index'", True))
+            continue
+        seqs[seq].append(q)
+    for problem in problems:
+        console.print(f"skipped: {problem}", highlight=False, markup=False)
+    if not seqs:
+        raise DatasetError(f"no usable video line in {root / 'queries.jsonl'} (sequence, frame_index, image, boxes)")
     cfg = SelectConfig(budget=budget, mode="topk", gist=False)
     predictor = VideoPredictor(EncodeConfig(preset=preset), select_config=cfg, device=device)
     variants: dict[str, dict] = {"scratch": {"incremental": False}, "incremental": {}}
@@ -69,12 +78,12 @@ def eval_boxes(
     cov: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     reenc: dict[tuple[str, str], list[float]] = defaultdict(list)
     for seq, items in seqs.items():
-        items.sort(key=lambda q: q["frame_index"])
+        items.sort(key=lambda q: q.meta["frame_index"])
         states = {(p, v): predictor.init_state(**kw) for p in protocols for v, kw in variants.items()}
         prev_box = None
         for q in items:
-            image = load_image(root / q["image"])
-            gt = np.asarray(q["boxes"], np.float64).reshape(-1, 4)
+            image = load_image(root / q.image)
+            gt = np.asarray(q.boxes, np.float64).reshape(-1, 4)
             first = prev_box is None
             for (p, v), st in states.items():
                 stats = predictor.add_frame(st, image)
