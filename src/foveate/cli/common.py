@@ -199,6 +199,22 @@ def _numbers(values: str | list[str], what: str, count: int | None = None, kind:
     return vals
 
 
+def counting_bar(first: str = "{task.description}"):
+    """The progress bar of a long run (eval, train) on stderr: a label, the bar, done of total, time; only on a
+    terminal, gone when done."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn(first),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    )
+
+
 def _budgets(values: str | list[str], what: str = "--budget") -> tuple[int, ...]:
     """Budgets from the command line: a malformed number is a usage error (exit 2), a budget ``select`` refuses is a
     one-line error (exit 1)."""

@@ -21,6 +21,7 @@ from .common import (
     _encode_config,
     _numbers,
     app,
+    counting_bar,
     err,
     out,
 )
@@ -128,7 +129,6 @@ def eval_command(
     """Measure on annotated data whether the selected tokens cover what each query asks about, next to the
     uniform, random, query-blind and oracle baselines at the same budget(s).  Writes eval.json (every
     per-query record) and eval.md."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ..core.errors import DatasetError
     from ..eval.baselines import BASELINES
@@ -188,15 +188,7 @@ def eval_command(
         load_pyplot()  # fail now, not after the run
     outdir = output or Path("out") / "eval" / data_dir.resolve().name
     check_output_folder(outdir, "-o")  # and this too
-    with Progress(
-        TextColumn("evaluating"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    ) as bar:
+    with counting_bar("evaluating") as bar:
         task = bar.add_task("eval", total=None)
         result = run_eval(
             data_dir,

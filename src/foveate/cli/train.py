@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from .common import _budgets, app, err, out
+from .common import _budgets, app, counting_bar, err, out
 
 
 @app.command()
@@ -51,7 +51,6 @@ def train(
     """Learn relevance from annotated data: the text term's answer ranker, the scorer's channel and query weights
     and per-level prior, and the uniform-floor gate.  Split by image (train / validation / test); prints
     validation hit for the hand-set and the learned weights from the same run, then the test split once."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ..core.errors import FoveateError
     from ..train import TrainConfig
@@ -80,15 +79,7 @@ def train(
     if report is not None:
         check_output(report, "--report")
     check_config(cfg)  # the output, the preset, --from, the cache: before the data are read (train checks again)
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    ) as bar:
+    with counting_bar() as bar:
         task = bar.add_task("reading", total=None)
         result = run_train(
             cfg,
