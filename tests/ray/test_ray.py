@@ -174,6 +174,26 @@ _DRIVER = textwrap.dedent("""
 """)
 
 
+def _wait_for_other_jobs_to_die(timeout: float = 60.0) -> None:
+    """Block until no (non-detached) actor of another job is alive. A killed driver's actors live on for a moment on the cluster
+    and may still write the batch they hold; what "survived" the kill is only known once they are gone. (The GCS
+    actor table, read without the dashboard this test cluster does not run.)"""
+    from ray._private import state
+
+    mine = ray.get_runtime_context().get_job_id()
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        alive = [
+            a
+            for a in state.actors().values()
+            if a["State"] != "DEAD" and a["JobID"] != mine and not a.get("IsDetached")  # Ray Data's own helpers
+        ]
+        if not alive:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{len(alive)} actors of the killed job still alive after {timeout:.0f} s")
+
+
 def test_a_killed_job_restarted_loses_and_duplicates_nothing(cluster, tmp_path):
     from PIL import Image
 
@@ -203,6 +223,7 @@ def test_a_killed_job_restarted_loses_and_duplicates_nothing(cluster, tmp_path):
         child.kill()
         child.wait()
     assert 2 <= seen < n, f"the kill did not land mid-run ({seen} of {n} parts written)"
+    _wait_for_other_jobs_to_die()
     survived = _rows(out, ("id", "source"))
     assert seen <= len(survived) < n  # what was written stays; the batches in flight are lost
     restart = encode_dataset(imgs, out, preset="fast", concurrency=2, batch_size=1, progress=False)
