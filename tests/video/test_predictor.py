@@ -209,3 +209,19 @@ def test_video_config_is_validated():
         VideoPredictor().init_state(on_size_change="shrug")
     with pytest.raises(ConfigError, match="unknown option"):
         VideoPredictor(nonsense=1)
+
+
+@pytest.mark.parametrize("update", ["exact", "motion"])
+def test_streams_switch_with_the_shortest_memory(update):
+    """memory=1 with a keyframe: once the frame's own record is the newest, the previous frame's saliency map is gone;
+    switching streams keeps the frame's saliency channel (it belongs to no stream) instead of failing."""
+    pred = VideoPredictor(preset="fast", device="cpu", update=update, memory=1, keyframes=1)
+    st = pred.init_state()
+    for f in moving_box(4):
+        pred.add_frame(st, f)
+        sal = st.temporal[..., 1].copy()
+        pred.select(st, {"points": [(50, 50)]}, 30, stream="left")
+        pred.select(st, {"points": [(330, 200)]}, 30, stream="right")
+        np.testing.assert_array_equal(st.temporal[..., 1], sal)
+        pred.select(st, None, 30, stream="left")
+        np.testing.assert_array_equal(st.temporal[..., 1], sal)

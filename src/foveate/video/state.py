@@ -328,8 +328,14 @@ def _frame_inputs(temporal: np.ndarray, prev_gray: np.ndarray | None) -> dict[st
 # The memory: remembered frames -> temporal channels
 
 
-def compose_temporal(state: VideoState, stream: str, idx: int, grid: tuple[int, int]) -> np.ndarray:
-    """(gh, gw, 3) float32 temporal channels for ``stream`` at frame ``idx`` from the records before it."""
+def compose_temporal(
+    state: VideoState, stream: str, idx: int, grid: tuple[int, int], saliency: np.ndarray | None = None
+) -> np.ndarray:
+    """(gh, gw, 3) float32 temporal channels for ``stream`` at frame ``idx`` from the records before it.
+
+    The saliency channel (the previous frame's, decayed) belongs to no stream: ``saliency`` passes the one already
+    composed for this frame, needed once the frame's own record is the newest and the previous one has dropped its
+    map (:func:`warp_memory`)."""
     cfg = state.config
     rel = np.zeros(grid, np.float32)
     fix = np.zeros(grid, np.float32)
@@ -341,7 +347,9 @@ def compose_temporal(state: VideoState, stream: str, idx: int, grid: tuple[int, 
             np.maximum(rel, wgt * r.relevance[stream], out=rel)
         if stream in r.fixations:
             fix += wgt * r.fixations[stream]
-    if records:  # the previous frame's saliency: the newest record's (the only one kept)
+    if saliency is not None:
+        sal = saliency
+    elif records:  # the previous frame's saliency: the newest record's (the only one kept)
         newest = max(records, key=lambda r: r.index)
         assert newest.saliency is not None  # the newest record keeps its saliency (warp_memory)
         sal = np.float32(cfg.decay ** (idx - newest.index - 1)) * newest.saliency
@@ -357,7 +365,9 @@ def install_stream(state: VideoState, stream: str) -> None:
         return
     layout = state.layout
     a, b = layout.temporal
-    state._means[0][..., a:b] = state._maxes[0][..., a:b] = compose_temporal(state, stream, state.index, layout.grid)
+    sal = state._means[0][..., a + 1].copy()  # the frame's saliency channel, the same for every stream
+    composed = compose_temporal(state, stream, state.index, layout.grid, saliency=sal)
+    state._means[0][..., a:b] = state._maxes[0][..., a:b] = composed
     update_mips(state._means, state._maxes, layout.coverage, [(_indices([(a, b)]), np.ones(layout.grid, bool))])
     tex = state._require_frame()
     for lvl in range(tex.num_levels):
