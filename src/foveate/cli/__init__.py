@@ -13,11 +13,17 @@ registers its commands on the app; the order here is the order of ``foveate --he
 from __future__ import annotations
 
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
+
+import typer
 
 from ..core.errors import FoveateError
 from . import bench, encode, eval, models, prepare, prompt, serve, store, train, video  # noqa: F401  (importing a command module registers it)
 from .common import app, err
+
+# click's error classes, found through typer's public BadParameter (typer vendors its own click from 0.22 on)
+_USAGE_ERROR: Any = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+_CLICK_ERROR: Any = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
 
 
 def main() -> None:
@@ -27,13 +33,23 @@ def main() -> None:
 
     tune_allocator()
     try:
-        app(args=ray_flag_argv(sys.argv[1:]))
+        code = app(args=ray_flag_argv(sys.argv[1:]), standalone_mode=False)
+    except _USAGE_ERROR as exc:  # a malformed option or argument: one line, and where to read more
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `foveate` or a group alone: its help
+            exc.show()
+            sys.exit(exc.exit_code)
+        where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+        fail(f"usage error: {exc.format_message()}{where}", exc.exit_code)
+    except _CLICK_ERROR as exc:
+        fail(f"error: {exc.format_message()}", exc.exit_code)
+    except (KeyboardInterrupt, typer.Abort):
+        fail("interrupted", 130)
     except FoveateError as exc:
         fail(f"error: {exc}")
-    except KeyboardInterrupt:
-        fail("interrupted", 130)
     except OSError as exc:  # writing outputs: disk full, permission denied, ...
         fail(f"error: {exc}")
+    if isinstance(code, int) and code:  # typer.Exit(code) from a command
+        sys.exit(code)
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
