@@ -24,8 +24,6 @@ from foveate.service.process import ServerProcess
 from foveate.service.routes.inspector import FILES
 from foveate.vlm import list_models, model_row
 
-pytestmark = pytest.mark.slow
-
 QUESTION = "What is the total due?"
 MODEL = "claude-opus-4-7"
 QUERY = {"text": QUESTION, "budget": 273}  # the page's default budget
@@ -125,6 +123,9 @@ def asked(browser, ui_server, page_path, tmp_path_factory):
     page.fill("#question", QUESTION)
     page.set_input_files("#file", str(page_path))
     page.wait_for_selector("#ledger td[data-field=plan_tokens]", timeout=120_000)
+    page.click("#go")  # again, as a person would after the first encode: the answer the screenshot shows is warm
+    page.wait_for_selector("#results:not([aria-busy])")
+    assert page.text_content("#status").startswith("Answered in")
     shot = tmp_path_factory.mktemp("inspector") / "inspector.png"
     page.screenshot(path=str(shot), full_page=True)
     yield page, shot
@@ -159,6 +160,7 @@ def n(text: str) -> int:
     return int(text.replace(",", ""))
 
 
+@pytest.mark.slow
 def test_question_shows_mosaic_pictures_and_the_apis_ledger(asked, ui_server, tid):
     page, shot = asked
     assert shot.stat().st_size > 10_000  # the screenshot the README shows is made here
@@ -188,6 +190,7 @@ def test_question_shows_mosaic_pictures_and_the_apis_ledger(asked, ui_server, ti
     assert sent["model"] == MODEL and sent["messages"]
 
 
+@pytest.mark.slow
 def test_a_point_on_the_overlay_changes_the_selection(asked, ui_server, tid):
     page, _ = asked
     before = image_sha(page, "#mosaic")
@@ -205,6 +208,7 @@ def test_a_point_on_the_overlay_changes_the_selection(asked, ui_server, tid):
     page.wait_for_selector("#marks circle", state="detached")
 
 
+@pytest.mark.slow
 def test_a_corrupt_drop_shows_the_apis_error(browser, ui_server):
     page = browser.new_page(viewport={"width": 390, "height": 844})  # a phone
     page.goto(ui_server.url + "/ui")

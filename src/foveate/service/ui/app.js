@@ -82,13 +82,15 @@ async function upload(file) {
   if (!file) return;
   showError(null);
   state.id = null;
+  $("picture").textContent = "";
   busy(`Encoding ${file.name}…`);
   try {
     const tex = await call("POST", "/v1/textures", file);
     Object.assign(state, { id: tex.id, width: tex.width, height: tex.height });
     $("marks").setAttribute("viewBox", `0 0 ${tex.width} ${tex.height}`);
-    busy(`${file.name}: ${tex.width}×${tex.height} px, ` +
-      (tex.created ? `encoded in ${num.format(Math.round(tex.encode_ms))} ms` : "already stored"));
+    busy("");
+    $("picture").textContent = `${file.name}: ${tex.width}×${tex.height} px, ` +
+      (tex.created ? `encoded in ${num.format(Math.round(tex.encode_ms))} ms` : "already stored (not encoded again)");
     await ask();
   } catch (err) {
     busy("");
@@ -104,6 +106,7 @@ async function ask() {
   const tid = "/v1/textures/" + state.id;
   const model = $("model").value.trim() || null;
   const t0 = performance.now();
+  busy("Asking…");
   $("results").setAttribute("aria-busy", "true");
   try {
     const [sel, overlay, mosaic, crops, prompt] = await Promise.all([
