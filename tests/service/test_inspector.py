@@ -206,6 +206,10 @@ def test_a_point_on_the_overlay_changes_the_selection(asked, ui_server, tid):
     assert image_sha(page, "#mosaic") == hashlib.sha256(want.content).hexdigest()  # the API's, for the point
     page.click("#clear")
     page.wait_for_selector("#marks circle", state="detached")
+    page.wait_for_selector("#results:not([aria-busy])")
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone: one column, nothing wider than the screen
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+    page.set_viewport_size({"width": 1280, "height": 1000})
 
 
 @pytest.mark.slow
@@ -222,8 +226,7 @@ def test_a_corrupt_drop_shows_the_apis_error(browser, ui_server):
     )
     page.wait_for_selector("#error:not([hidden])")
     assert page.text_content("#error") == detail
-    # readable on a phone: nothing wider than the viewport; every control has a label
-    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+    # every control has a label (or its own text)
     unlabeled = page.eval_on_selector_all(
         "input, button, select",
         "els => els.filter(e => !(e.labels && e.labels.length) && !e.textContent.trim() "
@@ -231,3 +234,20 @@ def test_a_corrupt_drop_shows_the_apis_error(browser, ui_server):
     )
     assert unlabeled == []
     page.close()
+
+
+@pytest.mark.slow
+def test_with_a_key_the_page_opens_and_sends_the_key_typed_into_it(browser, tmp_path, photo_path):
+    with ServerProcess(tmp_path, env={"FOVEATE_API_KEY": "s3cret"}) as srv:
+        page = browser.new_page()
+        page.goto(srv.url + "/ui")
+        page.wait_for_selector("#error:not([hidden])")  # the model list, asked without the key
+        assert page.text_content("#error").startswith("missing or wrong API key")
+        page.click("summary")
+        page.fill("#key", "s3cret")
+        page.dispatch_event("#key", "change")
+        page.wait_for_selector("#models option", state="attached")
+        page.set_input_files("#file", str(photo_path))
+        page.wait_for_selector("#ledger td[data-field=plan_tokens]", timeout=60_000)
+        assert page.is_hidden("#error")
+        page.close()

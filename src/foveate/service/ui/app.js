@@ -230,6 +230,7 @@ async function loadModels() {
     const names = [...new Set(rows.map((r) => r.name).filter(Boolean))];
     $("models").replaceChildren(...names.map((n) => el("option", { value: n })));
     if (!$("model").value && names.length) $("model").value = names[0];
+    showError(null);
   } catch (err) {
     showError(err);
   }
