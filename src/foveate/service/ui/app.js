@@ -25,9 +25,9 @@ async function failure(r) {
 }
 
 async function call(method, path, body, kind) {
-  const init = { method, headers: headers(body === undefined || body instanceof Blob ? {} : { "Content-Type": "application/json" }) };
-  if (body instanceof Blob) init.body = body;
-  else if (body !== undefined) init.body = JSON.stringify(body);
+  const json = body !== undefined && !(body instanceof Blob); // a Blob (the upload) goes as it is
+  const init = { method, headers: headers(json ? { "Content-Type": "application/json" } : {}) };
+  if (body !== undefined) init.body = json ? JSON.stringify(body) : body;
   const r = await fetch(path, init);
   if (!r.ok) throw await failure(r);
   return kind === "blob" ? r.blob() : r.json();
