@@ -104,7 +104,7 @@ def test_fuzz_no_server_errors(server, photo_id):
             one_line_detail(r)
 
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert len(operations) == 11
+    assert len(operations) == 12
     for op in operations:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
             run = bounded(30)(given(case=op.as_strategy(mode))(check))
@@ -112,7 +112,7 @@ def test_fuzz_no_server_errors(server, photo_id):
                 run()
             except Unsatisfiable:  # negative mode for an operation with no input to get wrong (/healthz)
                 assert mode == GenerationMode.NEGATIVE and not op.path.startswith("/v1/")
-    assert len(statuses) == 11, sorted(statuses)
+    assert len(statuses) == 12, sorted(statuses)
     for route in ROUTES:
         ok = sum(n for code, n in statuses[route].items() if 200 <= code < 300)
         assert ok >= 3, (route, dict(statuses[route]))  # the route ran to the end, not only its validation

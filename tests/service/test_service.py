@@ -114,6 +114,7 @@ def test_select_matches_the_library(server, photo_id, photo):
             assert doc[key] == want[key], key
         assert [t["box"] for t in doc["tokens"]] == [t["box"] for t in want["tokens"]]
         assert (doc["explain"] is None) == (want["explain"] is None)
+        assert doc.get("evidence") == (want["evidence"] if body.get("explain") else None)  # only when explained
 
 
 def test_renderings_match_the_library(server, photo_id, photo):

@@ -100,8 +100,9 @@ def serve(
     TextureStore(settings.store).close()  # a bad store folder fails here, as one line
     auth = "bearer token" if settings.api_key else "none"
     err.print(
-        f"foveate serve: http://{settings.host}:{settings.port} (docs at /docs), store {settings.store}, "
-        f"preset {settings.preset}, weights {settings.weights}, {settings.workers} {settings.pool} workers, "
+        f"foveate serve: http://{settings.host}:{settings.port} (docs at /docs, inspector at /ui), "
+        f"store {settings.store}, preset {settings.preset}, weights {settings.weights}, "
+        f"{settings.workers} {settings.pool} workers, "
         f"auth {auth}" + ("" if settings.api_key or settings.allow_public else " (loopback clients only)"),
         highlight=False,
     )

@@ -15,7 +15,7 @@ from .errors import install_error_handlers
 from .guard import Guard
 from .logs import rate_limit_logs
 from .metrics import Metrics
-from .routes import prompt, system, textures
+from .routes import inspector, prompt, system, textures
 from .settings import ServiceSettings
 
 DESCRIPTION = """Encode an image once (`POST /v1/textures`), then select a fixed budget of VLM tokens for
@@ -56,6 +56,8 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     app.include_router(system.metrics_router, dependencies=[Depends(require_key)])
     app.include_router(textures.router, dependencies=[Depends(require_key)])
     app.include_router(prompt.router, dependencies=[Depends(require_key)])
+    app.include_router(inspector.models_router, dependencies=[Depends(require_key)])
+    app.include_router(inspector.router)  # the page's static files: open paths of the guard, like /healthz
     return app
 
 

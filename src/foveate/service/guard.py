@@ -7,8 +7,8 @@ policy holds however the app was started (``foveate serve``, ``uvicorn --factory
 2. **who may call** -- without an API key and without ``allow_public``, a client whose address (the ASGI
    ``scope["client"]``: the connection's peer, or the forwarded address a trusted proxy reports) is not
    loopback answers 403;
-3. **the key** -- with one, every path but the open ones (``/healthz``; the docs with ``public_docs``) needs
-   ``Authorization: Bearer <key>`` (401), checked before a byte of the body is read;
+3. **the key** -- with one, every path but the open ones (``/healthz``, the inspector page's files; the docs with
+   ``public_docs``) needs ``Authorization: Bearer <key>`` (401), checked before a byte of the body is read;
 4. **the body** -- read as a stream under the route's limit (:func:`body_limit`; a ``Content-Length`` over it
    answers before a byte is read): one byte over answers 413, and no more than the limit (plus one network
    chunk) is ever held;
@@ -45,6 +45,8 @@ UPLOAD = "upload"
 #: the attribute :func:`body_limit` sets on an endpoint
 LIMIT_ATTR = "__foveate_body_limit__"
 OPEN_PATHS = frozenset({"/healthz"})
+#: the inspector page's static files (``routes/inspector.py``): no data, and a browser opening a page sends no key
+UI_PATHS = frozenset({"/ui", "/ui/app.js", "/ui/app.css"})
 DOCS_PATHS = frozenset({"/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"})
 
 log = logging.getLogger("foveate.service")
@@ -110,7 +112,7 @@ class Guard:
         self.upload_limit = int(settings.max_upload_mb * 2**20)
         self.timeout = settings.request_timeout
         self.metrics = metrics
-        self.open_paths = OPEN_PATHS | (DOCS_PATHS if settings.public_docs else frozenset())
+        self.open_paths = OPEN_PATHS | UI_PATHS | (DOCS_PATHS if settings.public_docs else frozenset())
 
     def route_limit(self, scope: dict) -> tuple[int, str]:
         """(body limit in bytes, what to do about it) of the route this request was routed to (routing sets

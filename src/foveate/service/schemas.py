@@ -148,6 +148,9 @@ class SelectionOut(BaseModel):
     timings_ms: dict[str, float]
     notes: list[str]
     explain: dict[str, float] | None = None
+    evidence: list[dict] | None = Field(
+        None, description="With explain: what drove the map, e.g. the likely answer lines and their probabilities."
+    )
     tokens: list[TokenOut]
 
 

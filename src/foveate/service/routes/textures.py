@@ -192,12 +192,14 @@ def select_stored(request: Request, tid: str, body: SelectIn | PromptIn, cut: bo
 
 def selection_json(sel: Selection) -> bytes:
     """The ``SelectionOut`` JSON body of a selection, without validating every token through the model (that
-    took longer than the select itself): ``Selection.to_dict()`` less ``evidence`` (not a ``SelectionOut``
-    field), in the model's field order, serialised by pydantic-core as FastAPI serialises ``response_model``
-    (its float format, e.g. ``0.00001`` where ``json.dumps`` writes ``1e-05``; NaN and infinities as null).
-    The values already have the model's types (ints, floats from ``float``/``tolist``, bools)."""
+    took longer than the select itself): ``Selection.to_dict()`` in the model's field order (``evidence``, e.g. the
+    likely answer lines and their probabilities, only where ``explain`` was asked), serialised by pydantic-core as
+    FastAPI serialises ``response_model`` (its float format, e.g. ``0.00001`` where ``json.dumps`` writes ``1e-05``;
+    NaN and infinities as null).  The values already have the model's types (ints, floats from ``float``/``tolist``,
+    bools)."""
     doc = sel.to_dict()
-    del doc["evidence"]
+    if doc["explain"] is None:
+        del doc["evidence"]
     return to_json(doc, inf_nan_mode="null")
 
 
