@@ -124,7 +124,8 @@ def _write_overlay(
     paths: dict[str, Path],
     fps: float,
 ) -> tuple[cv2.VideoWriter, tuple[int, int]]:
-    """Append one frame (heat map, tokens, a status line, the legend bar) to ``overlay.mp4``, opening it on the first frame."""
+    """Append one frame (heat map, tokens, a status line, the legend bar) to ``overlay.mp4``, opening it on the
+    first frame."""
     from ..render import render_overlay
 
     img = render_overlay(image, res.selection)
