@@ -238,6 +238,17 @@ def _prompt_query(text: str | None, point: list[str], neg_point: list[str], box:
     )
 
 
+def plural(n: int, noun: str, nouns: str | None = None) -> str:
+    """``1 picture``, ``2 pictures``, ``0 pictures`` (``nouns``: an irregular plural)."""
+    return f"{n:,} {noun if n == 1 else (nouns or noun + 's')}"
+
+
+def scale_text(scale: float) -> str:
+    """A resize factor as a person reads it: ``x0.86`` (shrunk to 0.86), ``x1`` (as it is), ``x2`` (enlarged):
+    always the factor the picture is multiplied by, two decimals at most."""
+    return f"x{scale:.2f}".rstrip("0").rstrip(".")
+
+
 def _slug(text: str | None, i: int) -> str:
     s = re.sub(r"[^A-Za-z0-9]+", "-", (text or "prompt")).strip("-").lower()[:40] or "query"
     return f"q{i:02d}-{s}"

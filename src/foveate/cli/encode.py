@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from ..core.config import EncodeConfig, SelectConfig
+from ..core.config import DEFAULT_MAX_SIDE, EncodeConfig, SelectConfig
 from ..core.errors import FoveateError
 from ..vlm.rules.registry import rules_help
 from .common import (
@@ -33,11 +33,11 @@ from .common import (
     _prompt_query,
     _resolve_input,
     _say_absent_once,
-    _slug,
     _texture_for,
     app,
     err,
     out,
+    plural,
 )
 
 if TYPE_CHECKING:
@@ -49,8 +49,8 @@ if TYPE_CHECKING:
 def encode(
     images: list[str] = typer.Argument(
         ...,
-        help="Image file(s); example:page / example:photo for the bundled ones; "
-        "with --store or --ray also folders (and with --ray globs, URIs).",
+        help="Image files, folders of them and globs ('scans/*.jpg'); example:page / example:photo for the "
+        "bundled ones; with --ray also URIs.",
     ),
     output: str | None = typer.Option(
         None,
@@ -117,8 +117,9 @@ def encode(
             raise FoveateError("pass either --store DIR or -o/--output, not both")
         _encode_into_store(store, images, config, workers)
         return
-    paths = [_resolve_input(p) for p in images]
-    many = len(paths) > 1
+    from .batch import expand_sources
+
+    paths, many = expand_sources(images)
     if many and out_path is not None and out_path.suffix == ".fvt":
         raise FoveateError("several images need an output folder (-o DIR), not a .fvt file")
     failed = 0
@@ -149,8 +150,10 @@ def encode(
                 highlight=False,
             )
             progress.advance(task)
+    if many:
+        out.print(f"{plural(len(paths), 'image')}: {len(paths) - failed} encoded, {failed} failed", highlight=False)
     if failed:
-        raise FoveateError(f"{failed} of {len(paths)} images could not be encoded")
+        raise FoveateError(f"{failed} of {plural(len(paths), 'image')} could not be encoded")
 
 
 def _fvt_name(path: Source) -> str:
@@ -164,9 +167,11 @@ def _fvt_name(path: Source) -> str:
 
 @app.command()
 def select(
-    source: str = typer.Argument(
+    sources: list[str] = typer.Argument(
         ...,
-        help="An image, a saved .fvt texture, a texture in a dataset (DATASET/#ID), or example:page / example:photo.",
+        metavar="SOURCE...",
+        help="Images, saved .fvt textures, folders of them, globs ('scans/*.jpg'), a texture in a dataset "
+        "(DATASET/#ID), or example:page / example:photo.  Several: one output folder each, and a summary.",
     ),
     query: list[str] = typer.Option([], "--query", "-q", help="Query text; repeat for several queries."),
     point: list[str] = typer.Option([], "--point", help="Positive point prompt 'x,y' (pixels); repeatable."),
@@ -182,7 +187,16 @@ def select(
         "uniform layout where foveating would lose to it) or off.",
     ),
     weights: str = WeightsOpt,
-    output: Path = typer.Option(Path("out"), "--output", "-o", help="Output folder."),
+    output: Path = typer.Option(
+        Path("out"), "--output", "-o", help="Output folder: q01-<query>/ per query (OUT/<image>/q01-... for several)."
+    ),
+    max_side: int = typer.Option(
+        DEFAULT_MAX_SIDE,
+        "--max-side",
+        help="Overlay and mosaic written with their long side at most this (0: full size).",
+    ),
+    image_format: str = typer.Option("png", "--format", help="Overlay and mosaic format: png, jpeg or webp."),
+    heat: bool = typer.Option(True, "--heat/--outlines-only", help="Overlay: the heat map, or the outlines only."),
     vlm: str | None = typer.Option(
         None, "--vlm", help=f"VLM rule crops/ is planned under (default: the --model's, else openai): {rules_help()}."
     ),
@@ -203,10 +217,11 @@ def select(
     ocr: str = OcrOpt,
 ) -> None:
     """Select tokens for one or more queries and write selection.json, overlay.png, mosaic.png,
-    tokens.safetensors and crops/ per query.  A saved .fvt is not encoded again."""
-    from ..render import write_outputs
-    from ..selection import select as select_tokens
+    tokens.safetensors and crops/ per query, into OUT/q01-<query>/, ...  A saved .fvt is not encoded again.
+    Folders and globs: every image in turn, into OUT/<image>/q01-.../; failures are listed and skipped."""
+    from ..render import FORMATS
     from ..weights import load_weights
+    from .batch import SaveOptions, expand_sources, run_queries, select_many
 
     cfg = SelectConfig(budget=budget, mode=mode, gist=gist, floor=floor)  # validate before the heavy encode
     relevance = load_weights(weights)
@@ -215,33 +230,37 @@ def select(
     from ..vlm import resolve
 
     rule, _ = resolve(vlm, model)  # an unknown rule or model fails before the encode
+    if image_format not in FORMATS:
+        raise FoveateError(f"--format takes {', '.join(FORMATS)}, got {image_format!r}")
+    if max_side and max_side < 64:
+        raise FoveateError(f"--max-side must be 0 (full size) or at least 64, got {max_side}")
+    opts = SaveOptions(rule, max_crops, max_side or None, image_format, heat)
     texts: list[str | None] = list(query) or [None]
     queries = [_prompt_query(t, point, neg_point, box) for t in texts]
-    src = _resolve_input(source)
+    srcs, many = expand_sources(sources, textures=True)
     enc = _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model, ocr)
+    if many:
+        select_many(srcs, output, queries, cfg, relevance, enc, device, opts, json_out)
+        return
+    src = srcs[0]
     _check_cover_early(src, enc, cfg)  # what the budget can cover, from the header alone
     tex = _texture_for(src, enc, device, quiet=json_out)
-    for q in queries:
-        q.validate(tex.image_size)
     if not json_out:
         _say_absent_once(tex)
     table = Table("query", "tokens", "levels", "ms", f"crops ({model or rule.name} tokens)", "written to", box=None)
     docs = []
-    for i, q in enumerate(queries, 1):
-        sel = select_tokens(tex, q, config=cfg, explain=explain, weights=relevance)
-        dest = output if len(queries) == 1 else output / _slug(q.text, i)
-        written = write_outputs(tex, sel, dest, max_crops=max_crops, vlm=rule)
-        doc = json.loads(written["selection"].read_text())
+    for a in run_queries(tex, queries, cfg, relevance, output, opts, explain):
+        q, sel, doc = a.query, a.selection, a.doc
         docs.append(doc)
         levels = " ".join(f"L{k}:{v}" for k, v in sorted(sel.level_counts().items()))
         crops = doc.get("crops", {})
         crop_txt = (
-            f"{len(crops.get('pictures', []))} pictures: {crops.get('plan_tokens')} vs "
-            f"{crops.get('image_tokens')} for the image"
+            f"{plural(len(crops.get('pictures', [])), 'picture')}: {crops.get('plan_tokens')} of "
+            f"{crops.get('image_tokens')}"
         )
         label = q.text or ("prompt" if q.has_prompt else "(no query: saliency)")
         table.add_row(
-            label[:50], f"{len(sel)}/{sel.budget}", levels, f"{sel.timings_ms['total']:.1f}", crop_txt, str(dest)
+            label[:50], f"{len(sel)}/{sel.budget}", levels, f"{sel.timings_ms['total']:.1f}", crop_txt, str(a.folder)
         )
         if not json_out:
             for note in sel.notes:

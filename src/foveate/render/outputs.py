@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.config import DEFAULT_MAX_SIDE
 from ..core.errors import ConfigError
 from ..core.io import encode_image
 from ..core.texture import Texture
@@ -34,9 +35,6 @@ def write_png(path: Path, rgb: np.ndarray) -> None:
 
 #: the picture formats :func:`save` writes, by name: file suffix
 FORMATS = {"png": ".png", "jpeg": ".jpg", "webp": ".webp"}
-
-#: the long side, in pixels, above which :func:`save` writes the overlay and the mosaic shrunk
-DEFAULT_MAX_SIDE = 1280
 
 
 def picture_bytes(rgb: np.ndarray, fmt: str = "png", quality: int = 85) -> bytes:
