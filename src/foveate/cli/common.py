@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import typer
 from rich.console import Console
 
+from .._tables import plural, scale_text  # noqa: F401  (the commands' wording)
 from ..core.config import DEFAULT_BUDGET, EncodeConfig, SelectConfig
 from ..core.errors import ConfigError, FoveateError
 
@@ -236,17 +237,6 @@ def _prompt_query(text: str | None, point: list[str], neg_point: list[str], box:
         point_labels=(1,) * len(point) + (0,) * len(neg_point),
         boxes=tuple(_numbers(b, "--box", 4) for b in box),
     )
-
-
-def plural(n: int, noun: str, nouns: str | None = None) -> str:
-    """``1 picture``, ``2 pictures``, ``0 pictures`` (``nouns``: an irregular plural)."""
-    return f"{n:,} {noun if n == 1 else (nouns or noun + 's')}"
-
-
-def scale_text(scale: float) -> str:
-    """A resize factor as a person reads it: ``x0.86`` (shrunk to 0.86), ``x1`` (as it is), ``x2`` (enlarged):
-    always the factor the picture is multiplied by, two decimals at most."""
-    return f"x{scale:.2f}".rstrip("0").rstrip(".")
 
 
 def _slug(text: str | None, i: int) -> str:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.table import Table
 
+from .._tables import print_table
 from ..core.config import DEFAULT_MAX_SIDE, EncodeConfig, SelectConfig
 from ..core.errors import FoveateError
 from ..vlm.rules.registry import rules_help
@@ -247,7 +247,7 @@ def select(
     tex = _texture_for(src, enc, device, quiet=json_out)
     if not json_out:
         _say_absent_once(tex)
-    table = Table("query", "tokens", "levels", "ms", f"crops ({model or rule.name} tokens)", "written to", box=None)
+    rows: list[list[str]] = []
     docs = []
     for a in run_queries(tex, queries, cfg, relevance, output, opts, explain):
         q, sel, doc = a.query, a.selection, a.doc
@@ -259,8 +259,8 @@ def select(
             f"{crops.get('image_tokens')}"
         )
         label = q.text or ("prompt" if q.has_prompt else "(no query: saliency)")
-        table.add_row(
-            label[:50], f"{len(sel)}/{sel.budget}", levels, f"{sel.timings_ms['total']:.1f}", crop_txt, str(a.folder)
+        rows.append(
+            [label[:50], f"{len(sel)}/{sel.budget}", levels, f"{sel.timings_ms['total']:.1f}", crop_txt, str(a.folder)]
         )
         if not json_out:
             for note in sel.notes:
@@ -283,7 +283,9 @@ def select(
     if json_out:
         out.print_json(json.dumps(docs[0] if len(docs) == 1 else docs))
     else:
-        out.print(table)
+        header = ["query", "tokens", "levels", "ms", f"crops ({model or rule.name} tokens)", "written to"]
+        if print_table(out, header, rows, optional=("ms", "levels", "written to"), right=("tokens", "ms")) == "compact":
+            out.print(f"written to {output}/: " + ", ".join(Path(r[-1]).name for r in rows), highlight=False)
 
 
 @app.command()
@@ -296,10 +298,9 @@ def info(
     device: str = DeviceOpt,
     semantic_model: str | None = SemanticOpt,
     ocr: str = OcrOpt,
+    json_out: bool = typer.Option(False, "--json", help="Print the texture's description as JSON instead of tables."),
 ) -> None:
     """Show a texture's channels, levels, memory and encode timings."""
-    from ..channels.registry import get_group
-
     path = _resolve_input(source)
     tex: TextureHeader | Texture
     if isinstance(path, Path) and path.suffix == ".fvt":  # the header says it all: no tensors read, no torch imported
@@ -308,41 +309,53 @@ def info(
         tex = read_header(path)
     else:
         tex = _texture_for(
-            path, _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model, ocr), device
+            path,
+            _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model, ocr),
+            device,
+            quiet=json_out,
         )
-    h, w = tex.image_size
-    out.print(f"[bold]{source}[/]  {w}x{h} px, patch {tex.patch_size}, id {tex.id}", highlight=False)
-    groups = Table("group", "channels", "slice", "encode ms", "status", "description", box=None)
-    for name, (a, b) in tex.groups.items():
-        desc = get_group(name).description if name != "user" else "caller-attached maps"
-        status = "[yellow]absent (zeros)[/]" if name in tex.absent else "ok"
-        groups.add_row(
-            name, ", ".join(tex.channels[a:b]), f"{a}-{b - 1}", f"{tex.timings_ms.get(name, 0):.1f}", status, desc
-        )
-    out.print(groups)
-    levels = Table("level", "grid (w x h)", "tiles", "tile px", box=None)
-    for lvl, (gh, gw) in enumerate(tex.level_shapes):
-        levels.add_row(str(lvl), f"{gw} x {gh}", str(gh * gw), str(tex.patch_size << lvl))
-    out.print(levels)
-    mem = tex.nbytes()
-    out.print("memory: " + ", ".join(f"{k} {v / 1024:.0f} KiB" for k, v in mem.items()), highlight=False)
-    out.print(f"encode: {tex.timings_ms.get('total', 0):.0f} ms total", highlight=False)
-    if "text" in tex.extras:
-        t = tex.extras["text"]
-        tm = t.get("timings_ms", {})
-        how = t.get("ocr", {})
-        gate = how.get("gate")
+    doc = _describe(source, tex)
+    if json_out:
+        out.print_json(json.dumps(doc))
+        return
+    out.print(
+        f"[bold]{source}[/]  {doc['width']}x{doc['height']} px, patch {tex.patch_size}, id {tex.id}", highlight=False
+    )
+    rows = [
+        [
+            g["group"],
+            ", ".join(g["channels"]),
+            "-".join(map(str, g["slice"])),
+            f"{g['encode_ms']:.1f}",
+            g["status"],
+            g["description"],
+        ]
+        for g in doc["groups"]
+    ]
+    header = ["group", "channels", "slice", "encode ms", "status", "description"]
+    print_table(out, header, rows, optional=("description", "slice", "channels"), right=("encode ms",))
+    rows = [[str(v["level"]), "{} x {}".format(*v["grid"]), str(v["tiles"]), str(v["tile_px"])] for v in doc["levels"]]
+    print_table(out, ["level", "grid (w x h)", "tiles", "tile px"], rows, right=("tiles", "tile px"))
+    out.print(
+        "memory: " + ", ".join(f"{k} {v / 1024:.0f} KiB" for k, v in doc["memory_bytes"].items()), highlight=False
+    )
+    out.print(f"encode: {doc['encode_ms']:.0f} ms total", highlight=False)
+    if "text" in doc:
+        t = doc["text"]
+        gate = t["gate"]
         mode = (
-            f"ocr={how['mode']}" + (f", gate: {gate['detector']} ({gate['ms']:.0f} ms)" if gate else "") if how else ""
+            f"ocr={t['mode']}" + (f", gate: {gate['detector']} ({gate['ms']:.0f} ms)" if gate else "")
+            if t["mode"]
+            else ""
         )
         out.print(
-            f"text: {len(t['lines'])} OCR lines ({t['engine']}{'; ' + mode if mode else ''}), OCR "
-            f"{tm.get('ocr', 0):.0f} ms, line embeddings {tm.get('embed', 0):.0f} ms ({t['embedder']})",
+            f"text: {plural(t['lines'], 'OCR line')} ({t['engine']}{'; ' + mode if mode else ''}), OCR "
+            f"{t['ocr_ms']:.0f} ms, line embeddings {t['embed_ms']:.0f} ms ({t['embedder']})",
             highlight=False,
             markup=False,
         )
-    if "semantic" in tex.extras:
-        m = tex.extras["semantic"]
+    if "semantic" in doc:
+        m = doc["semantic"]
         out.print(
             f"semantic: {m['encoder']} {m['model']}, {m['dim']}-d patch embeddings on a {m['patch_grid']} grid, "
             f"PCA to {m['components']} keeps {100 * m['explained_variance']:.1f}% of the variance",
@@ -350,6 +363,52 @@ def info(
             markup=False,
         )
     _say_absent_once(tex)
+
+
+def _describe(source: str, tex: TextureHeader | Texture) -> dict[str, Any]:
+    """What ``info`` shows, as JSON-able data."""
+    from ..channels.registry import get_group
+
+    h, w = tex.image_size
+    doc: dict[str, Any] = {
+        "source": source,
+        "id": tex.id,
+        "width": w,
+        "height": h,
+        "patch_size": tex.patch_size,
+        "groups": [
+            {
+                "group": name,
+                "channels": list(tex.channels[a:b]),
+                "slice": [a, b - 1],
+                "encode_ms": round(float(tex.timings_ms.get(name, 0)), 3),
+                "status": "absent (zeros)" if name in tex.absent else "ok",
+                "description": get_group(name).description if name != "user" else "caller-attached maps",
+            }
+            for name, (a, b) in tex.groups.items()
+        ],
+        "levels": [
+            {"level": lvl, "grid": [gw, gh], "tiles": gh * gw, "tile_px": tex.patch_size << lvl}
+            for lvl, (gh, gw) in enumerate(tex.level_shapes)
+        ],
+        "memory_bytes": dict(tex.nbytes()),
+        "encode_ms": round(float(tex.timings_ms.get("total", 0)), 3),
+    }
+    if "text" in tex.extras:
+        t = tex.extras["text"]
+        how = t.get("ocr", {})
+        doc["text"] = {
+            "lines": len(t["lines"]),
+            "engine": t["engine"],
+            "embedder": t["embedder"],
+            "mode": how.get("mode"),
+            "gate": how.get("gate"),
+            "ocr_ms": t.get("timings_ms", {}).get("ocr", 0),
+            "embed_ms": t.get("timings_ms", {}).get("embed", 0),
+        }
+    if "semantic" in tex.extras:
+        doc["semantic"] = dict(tex.extras["semantic"])
+    return doc
 
 
 def _encode_into_store(store_dir: Path, images: list[str], config: EncodeConfig, workers: int) -> None:
