@@ -9,7 +9,7 @@ import pytest
 
 from foveate import encode, select
 from foveate.render import LEVEL_COLORS, legend_bar, outline_width, render_overlay
-from foveate.render.overlay import BAR_COLOR, TEXT_COLOR, shown_size
+from foveate.render.overlay import BAR_COLOR, TEXT_COLOR, halo_min, shown_size
 
 
 def _picture(h: int, w: int) -> np.ndarray:
@@ -28,8 +28,8 @@ def case(request):
     h, w = request.param
     img = _picture(h, w)
     tex = encode(img, preset="fast", device="cpu", max_levels=5)
-    sel = select(tex, {"points": [(w // 3, h // 2)]}, 96, mode="topk", cut=False)
-    assert not (sel.level_map() < 0).any()  # the gist covers the rest
+    sel = select(tex, {"points": [(w // 3, h // 2)]}, 96, mode="quadtree", cut=False)
+    assert not (sel.level_map() < 0).any() and len(sel.level_counts()) >= 2  # tokens of several sizes
     return img, sel
 
 
@@ -71,9 +71,13 @@ def test_outlines_are_visible_and_the_legend_covers_no_token(case, max_side):
     colours = np.array(LEVEL_COLORS + [(0, 0, 0)])
     assert ((drawn[:, None, :] == colours[None]).all(axis=2).any(axis=1)).mean() > 0.99
     assert changed.mean() >= 0.9 * (border == 1).mean()
-    # their contrast: a level colour against the dark edge beside it
-    lvl_px = pic[(pic[..., None, :] == np.array(LEVEL_COLORS)[None, None]).all(axis=3).any(axis=2) & (border == 1)]
-    assert len(lvl_px) and _luma(lvl_px).mean() > 100  # the edge is black (luma 0)
+    # their contrast: where a token is shown large enough, a level colour with a black edge beside it
+    large = [b for b in boxes if min(b[2] - b[0], b[3] - b[1]) + 1 >= halo_min(t)]
+    assert large
+    for x0, y0, x1, y1 in large:
+        y = (y0 + y1) // 2
+        across = pic[y, max(0, x0 - t - 1) : x0 + t + 2]  # across the left edge: colour and black side by side
+        assert (across == 0).all(axis=1).any() and _luma(across).max() - _luma(across).min() > 90
     # wide pictures get wide outlines: a 4,000-px one at full size draws them 6 px wide
     if max(h, w) >= 3000:
         assert t >= 5

@@ -3,7 +3,7 @@ the image as the VLM sees it, each region at the resolution of the token coverin
 
 The overlay is drawn at the size it is shown (``max_side``), so its outlines, labels and legend are sized to the
 picture a person looks at, not to the source: outlines a line of about 1/700 of the long side with a dark edge on
-both sides, the heat map only where the relevance is above its lowest fifth, and the legend in a bar under the
+both sides (where the token is shown large enough to keep its inside visible), the heat map only where the relevance is above its lowest fifth, and the legend in a bar under the
 picture (never over a token), with an optional caption line (question, budget, tokens, model)."""
 
 from __future__ import annotations
@@ -40,6 +40,12 @@ def outline_width(size: tuple[int, int]) -> int:
     """The coloured outline's width in pixels for a picture of ``size`` = (H, W): 1 up to ~1,000 px, then about
     1/700 of the long side."""
     return max(1, round(max(size) / 700))
+
+
+def halo_min(width: int) -> int:
+    """The shown side, in pixels, from which a token's outline ``width`` px wide gets its dark edges: outline and
+    edges take at most a quarter of it."""
+    return 4 * (width + 2 * max(1, width // 2))
 
 
 def heatmap(sel: Selection, size: tuple[int, int]) -> np.ndarray:
@@ -123,8 +129,9 @@ def render_overlay(
         if not g  # the gist covers everything; outlining it would hide the rest
     ]
     levels = [int(lvl) for lvl, g in zip(sel.levels.tolist(), sel.gist.tolist()) if not g]
-    for x0, y0, x1, y1 in boxes:  # a dark edge on both sides of every outline first: visible on any background
-        _rect(out, (x0, y0, x1, y1), (0, 0, 0), t + 2 * edge)
+    for x0, y0, x1, y1 in boxes:  # a dark edge on both sides of an outline: visible on any background ...
+        if min(x1 - x0, y1 - y0) + 1 >= halo_min(t):  # ... where the token is large enough to keep its inside visible
+            _rect(out, (x0, y0, x1, y1), (0, 0, 0), t + 2 * edge)
     for (x0, y0, x1, y1), lvl in zip(boxes, levels):
         _rect(out, (x0, y0, x1, y1), _level_color(lvl), t)
     if not legend:
