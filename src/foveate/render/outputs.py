@@ -1,7 +1,7 @@
 """Writing a selection's outputs: ``selection.json``, ``overlay.png``, ``mosaic.png``, ``tokens.safetensors`` and
 ``crops/`` (:func:`save`), and the PNG bytes and token metadata the HTTP service sends.
 
-Pictures are written at the size they are looked at: the overlay with its long side at most ``max_side`` (1,280 px by
+Pictures are written at the size they are looked at: the overlay with its long side at most ``max_side`` (1,024 px by
 default), the mosaic no larger than the finest picture the crop plan sends (it shows what the VLM sees, at most that
 sharp) nor than ``max_side``; PNG by default, JPEG or WebP on request.  ``selection.json`` lists every file written
 with its size in bytes (``files``) and the size each picture was written at (``pictures``)."""
