@@ -74,7 +74,7 @@ def test_outlines_are_visible_and_the_legend_covers_no_token(case, max_side):
     # their contrast: where a token is shown large enough, a level colour with a black edge beside it
     large = [b for b in boxes if min(b[2] - b[0], b[3] - b[1]) + 1 >= halo_min(t)]
     assert large
-    for x0, y0, x1, y1 in large:
+    for x0, y0, _x1, y1 in large:
         y = (y0 + y1) // 2
         across = pic[y, max(0, x0 - t - 1) : x0 + t + 2]  # across the left edge: colour and black side by side
         assert (across == 0).all(axis=1).any() and _luma(across).max() - _luma(across).min() > 90

@@ -2,9 +2,10 @@
 the image as the VLM sees it, each region at the resolution of the token covering it (``mosaic.png``).
 
 The overlay is drawn at the size it is shown (``max_side``), so its outlines, labels and legend are sized to the
-picture a person looks at, not to the source: outlines a line of about 1/700 of the long side with a dark edge on
-both sides (where the token is shown large enough to keep its inside visible), the heat map only where the relevance is above its lowest fifth, and the legend in a bar under the
-picture (never over a token), with an optional caption line (question, budget, tokens, model)."""
+picture a person looks at, not to the source: outlines about 1/700 of the long side wide, with a dark edge on both
+sides where the token is shown large enough to keep its inside visible; the heat map only where the relevance is
+above its lowest fifth; the legend in a bar under the picture (never over a token), with an optional caption line
+(question, budget, tokens, model)."""
 
 from __future__ import annotations
 
