@@ -175,9 +175,9 @@ _DRIVER = textwrap.dedent("""
 
 
 def _wait_for_other_jobs_to_die(timeout: float = 60.0) -> None:
-    """Block until no (non-detached) actor of another job is alive. A killed driver's actors live on for a moment on the cluster
-    and may still write the batch they hold; what "survived" the kill is only known once they are gone. (The GCS
-    actor table, read without the dashboard this test cluster does not run.)"""
+    """Block until no (non-detached) actor of another job is alive. A killed driver's actors live on for a moment on
+    the cluster and may still write the batch they hold; what "survived" the kill is only known once they are gone.
+    (The GCS actor table, read without the dashboard this test cluster does not run.)"""
     from ray._private import state
 
     mine = ray.get_runtime_context().get_job_id()
