@@ -128,7 +128,7 @@ def test_heat_only_where_there_is_relevance(case):
 
 def test_uncovered_areas_are_dimmed_and_said(page_texture):
     sel = select(page_texture, {"boxes": [(560, 450, 790, 550)]}, 24, mode="topk", gist=False, cut=False)
-    assert (sel.level_map() < 0).any()
+    assert (sel.level_map() < 0).any() and any(n.startswith("top-k without gist: ") for n in sel.notes)
     with_note = legend_bar(sel, 850, uncovered=True)
     assert with_note.shape[0] > legend_bar(sel, 850).shape[0]
     ov = render_overlay(page_texture.image, sel, heat=False, legend=False)
