@@ -1,9 +1,11 @@
 """Counts and scales in words (``1 picture``, ``x0.86``) and tables a terminal shows whole: a table where it fits
 the console's width, else the table without its optional columns, else a narrow layout (one block per row: its first
-cell, then ``column: value`` lines).  Used by the CLI's tables (``info``, ``select``, ``prompt``, ``eval``)."""
+cell, then its ``column: value`` pairs, wrapped).  Used by the CLI's tables (``info``, ``select``, ``prompt``,
+``eval``, ``video``)."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -48,9 +50,12 @@ def print_table(
         console.print(title, highlight=False, markup=False)
     for r in rows:
         console.print(f"{header[0]} {r[0]}" if r[0] else header[0], style="bold", highlight=False, markup=False)
-        for h, v in zip(header[1:], r[1:]):
-            if v != "":
-                console.print(f"  {h}: {v}", highlight=False, markup=False, soft_wrap=False)
+        # each "column: value" kept whole on a line (non-breaking spaces while wrapping), pairs joined by "; "
+        pairs = [f"{h}: {v}".replace(" ", "\xa0") + ";" for h, v in zip(header[1:], r[1:]) if v != ""]
+        for line in textwrap.wrap(
+            " ".join(pairs)[:-1], width=max(width, 20), initial_indent="  ", subsequent_indent="  "
+        ):
+            console.print(line.replace("\xa0", " "), highlight=False, markup=False, soft_wrap=True)
     return "narrow"
 
 

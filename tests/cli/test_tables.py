@@ -33,8 +33,8 @@ def test_a_table_never_wraps_a_cell(width):
     layout, text = _printed(width, optional=("description", "slice", "channels"), right=("encode ms",))
     lines = text.splitlines()
     assert all(len(line) <= width for line in lines)
-    if layout == "narrow":  # one block per row, every value on its own line
-        assert "  encode ms: 812.0" in lines and "group text" in lines
+    if layout == "narrow":  # one block per row, its "column: value" pairs wrapped, never split
+        assert "group text" in lines and any(line.strip() == "encode ms: 812.0;" for line in lines)
     else:  # each row on one line, whole
         assert any(line.startswith("text") and "812.0" in line and "ok" in line for line in lines)
     want = {200: "wide", 100: "compact", 80: "compact", 20: "narrow"}[width]
@@ -47,7 +47,9 @@ def test_a_table_never_wraps_a_cell(width):
 
 def test_narrow_without_optional_columns():
     layout, text = _printed(60)
-    assert layout == "narrow" and "  description: OCR lines and their embeddings" in text.splitlines()
+    lines = text.splitlines()
+    assert layout == "narrow" and "  description: OCR lines and their embeddings" in lines
+    assert all(len(line) <= 60 for line in lines) and "  slice: 7-10; encode ms: 812.0; status: ok;" in lines
 
 
 def test_plurals_and_scales():

@@ -184,7 +184,8 @@ def print_tables(result: EvalResult, console, group_by: Sequence[str] = ()) -> N
 
     def show(title: str, header: list[str], rows: list[list[str]]) -> None:
         right = [h for h in header if not (h in ("method", "bucket", "rule") or h.startswith("OCR"))]
-        print_table(console, header, rows, title=title, right=right)
+        optional = [h for h in header if h.startswith("OCR")]
+        print_table(console, header, rows, title=title, right=right, optional=optional)
 
     console.print(describe_run(result), highlight=False)
     show("metrics (mean over queries, %)", *summary_rows(result))
