@@ -34,7 +34,7 @@ $(VENV)/.dev: $(VENV)/.core pyproject.toml
 demo: setup
 	$(BIN)/foveate select example:page -q "What is the total due?" -q "When was it signed?" -o out/demo/page
 	$(BIN)/foveate select example:photo --point 250,180 -o out/demo/photo
-	@echo "open out/demo/*/overlay.png and mosaic.png"
+	@echo "open out/demo/*/q01-*/overlay.png and mosaic.png"
 
 test: setup-dev
 	$(BIN)/python -m pytest -q

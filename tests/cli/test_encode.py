@@ -111,7 +111,7 @@ def test_cli_explain_shows_the_matched_ocr_lines(page_texture, tmp_path):
     r = run("select", tmp_path / "page.fvt", "-q", "What is the total due?", "--explain", "-o", tmp_path / "o")
     assert r.returncode == 0, r.stderr
     assert "query:text" in r.stdout and "answer '$1,234.50'" in r.stdout and "probability" in r.stdout
-    doc = __import__("json").loads((tmp_path / "o" / "selection.json").read_text())
+    doc = __import__("json").loads((tmp_path / "o" / "q01-what-is-the-total-due" / "selection.json").read_text())
     top = doc["evidence"][0]
     assert top["text"] == "$1,234.50" and top["box"][1] > 500 and top["levels"][0] == 0  # the total, not the subtotal
     r = run(
@@ -127,7 +127,7 @@ def test_cli_explain_shows_the_matched_ocr_lines(page_texture, tmp_path):
     )
     assert r.returncode == 0, r.stderr
     assert "match 'Total due'" in r.stdout and "right '$1,234.50'" in r.stdout
-    doc = __import__("json").loads((tmp_path / "h" / "selection.json").read_text())
+    doc = __import__("json").loads((tmp_path / "h" / "q01-what-is-the-total-due" / "selection.json").read_text())
     assert doc["evidence"][0]["text"] == "Total due" and doc["evidence"][0]["levels"][0] == 0
 
 

@@ -52,7 +52,7 @@ def test_prompt_with_a_model_name(name, page_fvt, tmp_path):
 def test_select_with_a_model_name(page_fvt, tmp_path):
     done = run("select", page_fvt, "-q", "total due", "--model", "gemini-3-pro-preview", "-o", tmp_path)
     assert done.returncode == 0, done.stderr
-    crops = json.loads((tmp_path / "crops" / "crops.json").read_text())
+    crops = json.loads((tmp_path / "q01-total-due" / "crops" / "crops.json").read_text())
     assert crops["rule"] == "gemini-3" and crops["plan_tokens"] <= crops["image_tokens"]
 
 

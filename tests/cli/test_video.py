@@ -34,9 +34,10 @@ def test_cli_video_writes_selections_stats_and_an_overlay(tmp_path):
 
 def test_cli_video_mp4_without_overlay(tmp_path):
     src = write_mp4(tmp_path / "clip.mp4", moving_box(4))
-    r = run("video", src, "-q", "the box", "--no-overlay", "--max-frames", "3", "-o", tmp_path / "o")
+    r = run("video", src, "-q", "the box", "--no-overlay", "--max-frames", "3", "--json", "-o", tmp_path / "o")
     assert r.returncode == 0, r.stderr
     assert len((tmp_path / "o" / "stats.jsonl").read_text().splitlines()) == 3
+    assert json.loads(r.stdout)["frames"] == 3  # --json: the summary instead of the table
     assert not (tmp_path / "o" / "overlay.mp4").exists()
     assert "query text is not used" in r.stderr  # said, not silently ignored
 

@@ -19,7 +19,7 @@ from PIL import Image
 
 import foveate
 from foveate.bench.service import sample_images, select_load, upload_all
-from foveate.render import plan_crops, render_mosaic
+from foveate.render import plan_crops, render_mosaic, render_overlay
 from foveate.service.process import ServerProcess
 from foveate.store import TextureStore
 
@@ -130,7 +130,9 @@ def test_renderings_match_the_library(server, photo_id, photo):
     assert np.array_equal(np.asarray(Image.open(io.BytesIO(r.content)).convert("RGB")), render_mosaic(tex, sel))
 
     r = httpx.get(base + "/overlay.png", params=params, timeout=60)
-    assert np.asarray(Image.open(io.BytesIO(r.content))).shape == photo.shape
+    overlay = np.asarray(Image.open(io.BytesIO(r.content)).convert("RGB"))
+    assert overlay.shape[1:] == photo.shape[1:] and overlay.shape[0] > photo.shape[0]  # the legend bar under it
+    assert np.array_equal(overlay, render_overlay(tex.image, sel))
 
     r = httpx.get(base + "/tokens", params=params, timeout=60)
     tensors = load(r.content)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import typer
 from rich.console import Console
 
+from .._tables import plural, scale_text  # noqa: F401  (the commands' wording)
 from ..core.config import DEFAULT_BUDGET, EncodeConfig, SelectConfig
 from ..core.errors import ConfigError, FoveateError
 

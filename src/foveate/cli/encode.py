@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.table import Table
 
-from ..core.config import EncodeConfig, SelectConfig
+from .._tables import print_table
+from ..core.config import DEFAULT_MAX_SIDE, EncodeConfig, SelectConfig
 from ..core.errors import FoveateError
 from ..vlm.rules.registry import rules_help
 from .common import (
@@ -33,11 +33,11 @@ from .common import (
     _prompt_query,
     _resolve_input,
     _say_absent_once,
-    _slug,
     _texture_for,
     app,
     err,
     out,
+    plural,
 )
 
 if TYPE_CHECKING:
@@ -49,8 +49,8 @@ if TYPE_CHECKING:
 def encode(
     images: list[str] = typer.Argument(
         ...,
-        help="Image file(s); example:page / example:photo for the bundled ones; "
-        "with --store or --ray also folders (and with --ray globs, URIs).",
+        help="Image files, folders of them and globs ('scans/*.jpg'); example:page / example:photo for the "
+        "bundled ones; with --ray also URIs.",
     ),
     output: str | None = typer.Option(
         None,
@@ -117,8 +117,9 @@ def encode(
             raise FoveateError("pass either --store DIR or -o/--output, not both")
         _encode_into_store(store, images, config, workers)
         return
-    paths = [_resolve_input(p) for p in images]
-    many = len(paths) > 1
+    from .batch import expand_sources
+
+    paths, many = expand_sources(images)
     if many and out_path is not None and out_path.suffix == ".fvt":
         raise FoveateError("several images need an output folder (-o DIR), not a .fvt file")
     failed = 0
@@ -149,8 +150,10 @@ def encode(
                 highlight=False,
             )
             progress.advance(task)
+    if many:
+        out.print(f"{plural(len(paths), 'image')}: {len(paths) - failed} encoded, {failed} failed", highlight=False)
     if failed:
-        raise FoveateError(f"{failed} of {len(paths)} images could not be encoded")
+        raise FoveateError(f"{failed} of {plural(len(paths), 'image')} could not be encoded")
 
 
 def _fvt_name(path: Source) -> str:
@@ -164,9 +167,11 @@ def _fvt_name(path: Source) -> str:
 
 @app.command()
 def select(
-    source: str = typer.Argument(
+    sources: list[str] = typer.Argument(
         ...,
-        help="An image, a saved .fvt texture, a texture in a dataset (DATASET/#ID), or example:page / example:photo.",
+        metavar="SOURCE...",
+        help="Images, saved .fvt textures, folders of them, globs ('scans/*.jpg'), a texture in a dataset "
+        "(DATASET/#ID), or example:page / example:photo.  Several: one output folder each, and a summary.",
     ),
     query: list[str] = typer.Option([], "--query", "-q", help="Query text; repeat for several queries."),
     point: list[str] = typer.Option([], "--point", help="Positive point prompt 'x,y' (pixels); repeatable."),
@@ -182,7 +187,16 @@ def select(
         "uniform layout where foveating would lose to it) or off.",
     ),
     weights: str = WeightsOpt,
-    output: Path = typer.Option(Path("out"), "--output", "-o", help="Output folder."),
+    output: Path = typer.Option(
+        Path("out"), "--output", "-o", help="Output folder: q01-<query>/ per query (OUT/<image>/q01-... for several)."
+    ),
+    max_side: int = typer.Option(
+        DEFAULT_MAX_SIDE,
+        "--max-side",
+        help="Overlay and mosaic written with their long side at most this (0: full size).",
+    ),
+    image_format: str = typer.Option("png", "--format", help="Overlay and mosaic format: png, jpeg or webp."),
+    heat: bool = typer.Option(True, "--heat/--outlines-only", help="Overlay: the heat map, or the outlines only."),
     vlm: str | None = typer.Option(
         None, "--vlm", help=f"VLM rule crops/ is planned under (default: the --model's, else openai): {rules_help()}."
     ),
@@ -203,10 +217,11 @@ def select(
     ocr: str = OcrOpt,
 ) -> None:
     """Select tokens for one or more queries and write selection.json, overlay.png, mosaic.png,
-    tokens.safetensors and crops/ per query.  A saved .fvt is not encoded again."""
-    from ..render import write_outputs
-    from ..selection import select as select_tokens
+    tokens.safetensors and crops/ per query, into OUT/q01-<query>/, ...  A saved .fvt is not encoded again.
+    Folders and globs: every image in turn, into OUT/<image>/q01-.../; failures are listed and skipped."""
+    from ..render import FORMATS
     from ..weights import load_weights
+    from .batch import SaveOptions, expand_sources, run_queries, select_many
 
     cfg = SelectConfig(budget=budget, mode=mode, gist=gist, floor=floor)  # validate before the heavy encode
     relevance = load_weights(weights)
@@ -215,33 +230,37 @@ def select(
     from ..vlm import resolve
 
     rule, _ = resolve(vlm, model)  # an unknown rule or model fails before the encode
+    if image_format not in FORMATS:
+        raise FoveateError(f"--format takes {', '.join(FORMATS)}, got {image_format!r}")
+    if max_side and max_side < 64:
+        raise FoveateError(f"--max-side must be 0 (full size) or at least 64, got {max_side}")
+    opts = SaveOptions(rule, max_crops, max_side or None, image_format, heat)
     texts: list[str | None] = list(query) or [None]
     queries = [_prompt_query(t, point, neg_point, box) for t in texts]
-    src = _resolve_input(source)
+    srcs, many = expand_sources(sources, textures=True)
     enc = _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model, ocr)
+    if many:
+        select_many(srcs, output, queries, cfg, relevance, enc, device, opts, json_out)
+        return
+    src = srcs[0]
     _check_cover_early(src, enc, cfg)  # what the budget can cover, from the header alone
     tex = _texture_for(src, enc, device, quiet=json_out)
-    for q in queries:
-        q.validate(tex.image_size)
     if not json_out:
         _say_absent_once(tex)
-    table = Table("query", "tokens", "levels", "ms", f"crops ({model or rule.name} tokens)", "written to", box=None)
+    rows: list[list[str]] = []
     docs = []
-    for i, q in enumerate(queries, 1):
-        sel = select_tokens(tex, q, config=cfg, explain=explain, weights=relevance)
-        dest = output if len(queries) == 1 else output / _slug(q.text, i)
-        written = write_outputs(tex, sel, dest, max_crops=max_crops, vlm=rule)
-        doc = json.loads(written["selection"].read_text())
+    for a in run_queries(tex, queries, cfg, relevance, output, opts, explain):
+        q, sel, doc = a.query, a.selection, a.doc
         docs.append(doc)
         levels = " ".join(f"L{k}:{v}" for k, v in sorted(sel.level_counts().items()))
         crops = doc.get("crops", {})
         crop_txt = (
-            f"{len(crops.get('pictures', []))} pictures: {crops.get('plan_tokens')} vs "
-            f"{crops.get('image_tokens')} for the image"
+            f"{plural(len(crops.get('pictures', [])), 'picture')}: {crops.get('plan_tokens')} of "
+            f"{crops.get('image_tokens')}"
         )
         label = q.text or ("prompt" if q.has_prompt else "(no query: saliency)")
-        table.add_row(
-            label[:50], f"{len(sel)}/{sel.budget}", levels, f"{sel.timings_ms['total']:.1f}", crop_txt, str(dest)
+        rows.append(
+            [label[:50], f"{len(sel)}/{sel.budget}", levels, f"{sel.timings_ms['total']:.1f}", crop_txt, str(a.folder)]
         )
         if not json_out:
             for note in sel.notes:
@@ -264,7 +283,9 @@ def select(
     if json_out:
         out.print_json(json.dumps(docs[0] if len(docs) == 1 else docs))
     else:
-        out.print(table)
+        header = ["query", "tokens", "levels", "ms", f"crops ({model or rule.name} tokens)", "written to"]
+        if print_table(out, header, rows, optional=("ms", "levels", "written to"), right=("tokens", "ms")) == "compact":
+            out.print(f"written to {output}/: " + ", ".join(Path(r[-1]).name for r in rows), highlight=False)
 
 
 @app.command()
@@ -277,10 +298,9 @@ def info(
     device: str = DeviceOpt,
     semantic_model: str | None = SemanticOpt,
     ocr: str = OcrOpt,
+    json_out: bool = typer.Option(False, "--json", help="Print the texture's description as JSON instead of tables."),
 ) -> None:
     """Show a texture's channels, levels, memory and encode timings."""
-    from ..channels.registry import get_group
-
     path = _resolve_input(source)
     tex: TextureHeader | Texture
     if isinstance(path, Path) and path.suffix == ".fvt":  # the header says it all: no tensors read, no torch imported
@@ -289,41 +309,53 @@ def info(
         tex = read_header(path)
     else:
         tex = _texture_for(
-            path, _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model, ocr), device
+            path,
+            _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model, ocr),
+            device,
+            quiet=json_out,
         )
-    h, w = tex.image_size
-    out.print(f"[bold]{source}[/]  {w}x{h} px, patch {tex.patch_size}, id {tex.id}", highlight=False)
-    groups = Table("group", "channels", "slice", "encode ms", "status", "description", box=None)
-    for name, (a, b) in tex.groups.items():
-        desc = get_group(name).description if name != "user" else "caller-attached maps"
-        status = "[yellow]absent (zeros)[/]" if name in tex.absent else "ok"
-        groups.add_row(
-            name, ", ".join(tex.channels[a:b]), f"{a}-{b - 1}", f"{tex.timings_ms.get(name, 0):.1f}", status, desc
-        )
-    out.print(groups)
-    levels = Table("level", "grid (w x h)", "tiles", "tile px", box=None)
-    for lvl, (gh, gw) in enumerate(tex.level_shapes):
-        levels.add_row(str(lvl), f"{gw} x {gh}", str(gh * gw), str(tex.patch_size << lvl))
-    out.print(levels)
-    mem = tex.nbytes()
-    out.print("memory: " + ", ".join(f"{k} {v / 1024:.0f} KiB" for k, v in mem.items()), highlight=False)
-    out.print(f"encode: {tex.timings_ms.get('total', 0):.0f} ms total", highlight=False)
-    if "text" in tex.extras:
-        t = tex.extras["text"]
-        tm = t.get("timings_ms", {})
-        how = t.get("ocr", {})
-        gate = how.get("gate")
+    doc = _describe(source, tex)
+    if json_out:
+        out.print_json(json.dumps(doc))
+        return
+    out.print(
+        f"[bold]{source}[/]  {doc['width']}x{doc['height']} px, patch {tex.patch_size}, id {tex.id}", highlight=False
+    )
+    rows = [
+        [
+            g["group"],
+            ", ".join(g["channels"]),
+            "-".join(map(str, g["slice"])),
+            f"{g['encode_ms']:.1f}",
+            g["status"],
+            g["description"],
+        ]
+        for g in doc["groups"]
+    ]
+    header = ["group", "channels", "slice", "encode ms", "status", "description"]
+    print_table(out, header, rows, optional=("description", "slice", "channels"), right=("encode ms",))
+    rows = [[str(v["level"]), "{} x {}".format(*v["grid"]), str(v["tiles"]), str(v["tile_px"])] for v in doc["levels"]]
+    print_table(out, ["level", "grid (w x h)", "tiles", "tile px"], rows, right=("tiles", "tile px"))
+    out.print(
+        "memory: " + ", ".join(f"{k} {v / 1024:.0f} KiB" for k, v in doc["memory_bytes"].items()), highlight=False
+    )
+    out.print(f"encode: {doc['encode_ms']:.0f} ms total", highlight=False)
+    if "text" in doc:
+        t = doc["text"]
+        gate = t["gate"]
         mode = (
-            f"ocr={how['mode']}" + (f", gate: {gate['detector']} ({gate['ms']:.0f} ms)" if gate else "") if how else ""
+            f"ocr={t['mode']}" + (f", gate: {gate['detector']} ({gate['ms']:.0f} ms)" if gate else "")
+            if t["mode"]
+            else ""
         )
         out.print(
-            f"text: {len(t['lines'])} OCR lines ({t['engine']}{'; ' + mode if mode else ''}), OCR "
-            f"{tm.get('ocr', 0):.0f} ms, line embeddings {tm.get('embed', 0):.0f} ms ({t['embedder']})",
+            f"text: {plural(t['lines'], 'OCR line')} ({t['engine']}{'; ' + mode if mode else ''}), OCR "
+            f"{t['ocr_ms']:.0f} ms, line embeddings {t['embed_ms']:.0f} ms ({t['embedder']})",
             highlight=False,
             markup=False,
         )
-    if "semantic" in tex.extras:
-        m = tex.extras["semantic"]
+    if "semantic" in doc:
+        m = doc["semantic"]
         out.print(
             f"semantic: {m['encoder']} {m['model']}, {m['dim']}-d patch embeddings on a {m['patch_grid']} grid, "
             f"PCA to {m['components']} keeps {100 * m['explained_variance']:.1f}% of the variance",
@@ -331,6 +363,52 @@ def info(
             markup=False,
         )
     _say_absent_once(tex)
+
+
+def _describe(source: str, tex: TextureHeader | Texture) -> dict[str, Any]:
+    """What ``info`` shows, as JSON-able data."""
+    from ..channels.registry import get_group
+
+    h, w = tex.image_size
+    doc: dict[str, Any] = {
+        "source": source,
+        "id": tex.id,
+        "width": w,
+        "height": h,
+        "patch_size": tex.patch_size,
+        "groups": [
+            {
+                "group": name,
+                "channels": list(tex.channels[a:b]),
+                "slice": [a, b - 1],
+                "encode_ms": round(float(tex.timings_ms.get(name, 0)), 3),
+                "status": "absent (zeros)" if name in tex.absent else "ok",
+                "description": get_group(name).description if name != "user" else "caller-attached maps",
+            }
+            for name, (a, b) in tex.groups.items()
+        ],
+        "levels": [
+            {"level": lvl, "grid": [gw, gh], "tiles": gh * gw, "tile_px": tex.patch_size << lvl}
+            for lvl, (gh, gw) in enumerate(tex.level_shapes)
+        ],
+        "memory_bytes": dict(tex.nbytes()),
+        "encode_ms": round(float(tex.timings_ms.get("total", 0)), 3),
+    }
+    if "text" in tex.extras:
+        t = tex.extras["text"]
+        how = t.get("ocr", {})
+        doc["text"] = {
+            "lines": len(t["lines"]),
+            "engine": t["engine"],
+            "embedder": t["embedder"],
+            "mode": how.get("mode"),
+            "gate": how.get("gate"),
+            "ocr_ms": t.get("timings_ms", {}).get("ocr", 0),
+            "embed_ms": t.get("timings_ms", {}).get("embed", 0),
+        }
+    if "semantic" in tex.extras:
+        doc["semantic"] = dict(tex.extras["semantic"])
+    return doc
 
 
 def _encode_into_store(store_dir: Path, images: list[str], config: EncodeConfig, workers: int) -> None:

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
+from .._tables import print_table
 from ..core.config import SelectConfig
 from ..core.errors import FoveateError
 from ..vlm.rules.registry import rules_help
@@ -30,6 +30,7 @@ from .common import (
     app,
     err,
     out,
+    scale_text,
 )
 
 
@@ -111,25 +112,27 @@ def prompt(
         return
     for note in sel.notes + req.plan.notes:
         err.print(f"note: {note}", highlight=False)
-    table = Table("#", "picture", "source box", "sent", "model sees", "scale", "option", "tokens", box=None)
-    for i, p in enumerate(ledger["pictures"], 1):
-        table.add_row(
+    rows = [
+        [
             str(i),
             p["kind"],
             ",".join(map(str, p["box"])),
             "x".join(map(str, p["sent"])),
             "x".join(map(str, p["seen"])),
-            f"1/{p['scale']:g}",
+            scale_text(1 / p["scale"]),
             str(p["option"] or ""),
             str(p["tokens"]),
-        )
-    out.print(table)
+        ]
+        for i, p in enumerate(ledger["pictures"], 1)
+    ]
+    header = ["#", "picture", "source box", "sent", "model sees", "scale", "option", "tokens"]
+    print_table(out, header, rows, optional=("source box", "option", "sent"), right=("#", "tokens"))
     u = ledger["uniform"]
     out.print(
         f"{ledger['rule']} ({ledger['model']}): plan {ledger['plan_tokens']} tokens, whole image "
         f"{ledger['image_tokens']}, uniform resize {ledger['uniform_tokens']} ({'x'.join(map(str, u['seen']))} "
-        f"seen, 1/{u['scale']:g}); {ledger['kept_tokens']} of {ledger['selected_tokens']} selected tokens at "
-        f"their scale.  Wrote {output / 'request.json'}, {output / 'ledger.json'}, {pdir}/"
+        f"seen, {scale_text(1 / u['scale'])}); {ledger['kept_tokens']} of {ledger['selected_tokens']} selected "
+        f"tokens at their scale.  Wrote {output / 'request.json'}, {output / 'ledger.json'}, {pdir}/"
         + (f", {output / 'inputs.safetensors'}" if req.inputs is not None else ""),
         highlight=False,
     )

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
-from rich.table import Table
 
+from .._tables import print_table
 from ..core.config import DEFAULT_BUDGET, SelectConfig
 from ..core.errors import FoveateError
 from ..video.config import VideoConfig
@@ -65,6 +66,7 @@ def video(
         "the trained ones were fitted on still images), "
         "default (the trained weights), or a weights file.",
     ),
+    json_out: bool = typer.Option(False, "--json", help="Print the run's summary as JSON instead of a table."),
 ) -> None:
     """Stream a video through a bounded temporal memory: re-encode only what changed, select tokens per frame.
     Writes selections.jsonl, stats.jsonl and overlay.mp4."""
@@ -115,7 +117,10 @@ def video(
             progress.stop()
     for note in summary.notes:
         err.print(f"note: {note}", highlight=False)
-    table = Table(
+    if json_out:
+        out.print_json(json.dumps(summary.to_dict()))
+        return
+    header = [
         "frames",
         "skipped",
         "keyframes",
@@ -124,9 +129,8 @@ def video(
         "add_frame ms (median)",
         "select ms (median)",
         "tokens kept",
-        box=None,
-    )
-    table.add_row(
+    ]
+    row = [
         str(summary.frames),
         str(summary.skipped),
         str(summary.keyframes),
@@ -135,6 +139,6 @@ def video(
         f"{summary.add_ms_median:.1f}",
         f"{summary.select_ms_median:.1f}",
         "-" if summary.kept_share is None else f"{100 * summary.kept_share:.0f}%",
-    )
-    out.print(table)
+    ]
+    print_table(out, header, [row], right=header)
     out.print("wrote " + ", ".join(summary.outputs.values()), highlight=False)

@@ -31,6 +31,8 @@ OCR_MODES = ("auto", "always")
 CHOICE_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {"ocr": ("auto", OCR_MODES)}
 
 DEFAULT_BUDGET = 273
+#: the long side, in pixels, above which the overlay and mosaic a selection's files hold are written shrunk
+DEFAULT_MAX_SIDE = 1024
 MODES = ("auto", "quadtree", "topk", "uniform")
 #: Text of height h stays readable in a token of scale s (source pixels per token pixel) when h / s >= LEGIBLE_PX:
 #: the evaluation's legible coverage and the ``auto`` mode's choice use the same rule.

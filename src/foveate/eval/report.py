@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._tables import plural
 from .answers import OCR_METHODS
 from .baselines import METHOD_LABELS
 from .config import SELECT_KNOBS
@@ -112,11 +113,12 @@ def describe_run(result: EvalResult) -> str:
         "auto": f" (quadtree: {quad}; topk: {topk})",
     }.get(sel.mode, "")
     text = (
-        f"{c.get('evaluated_queries', 0)} queries on {c.get('encodes', 0)} images ({c.get('encodes', 0)} encodes "
-        f"for {c.get('records', 0)} query x budget evaluations); preset {cfg.encode.preset}, patch "
+        f"{plural(c.get('evaluated_queries', 0), 'query', 'queries')} on {plural(c.get('encodes', 0), 'image')} "
+        f"({plural(c.get('encodes', 0), 'encode')} for {plural(c.get('records', 0), 'query x budget evaluation')}); "
+        f"preset {cfg.encode.preset}, patch "
         f"{cfg.encode.patch_size}, mode {mode}; legible when text height / scale >= {cfg.min_px:g} px, hit when "
         f"every box is >= {100 * cfg.hit_threshold:g} % legibly covered; seed {cfg.seed}"
-        + (f", random sample of {cfg.limit} queries" if cfg.limit else "")
+        + (f", random sample of {plural(cfg.limit, 'query', 'queries')}" if cfg.limit else "")
         + f". Wall time {result.timings_s.get('wall', 0):.0f} s."
     )
     if cfg.variants:
@@ -138,7 +140,8 @@ def problem_summary(result: EvalResult) -> str:
         return "No problems in the data."
     parts = ", ".join(f"{v} {k}" for k, v in sorted(kinds.items()))
     return (
-        f"{c.get('problems', 0)} problems ({parts}); {c.get('skipped_lines', 0)} of {c.get('lines', 0)} lines skipped."
+        f"{plural(c.get('problems', 0), 'problem')} ({parts}); {c.get('skipped_lines', 0)} of "
+        f"{plural(c.get('lines', 0), 'line')} skipped."
     )
 
 
@@ -176,20 +179,13 @@ def render_markdown(result: EvalResult, title: str | None = None, group_by: Sequ
 
 
 def print_tables(result: EvalResult, console, group_by: Sequence[str] = ()) -> None:
-    """The same tables with rich."""
-    from rich.table import Table
+    """The same tables with rich, each in the widest layout the console's width takes (:func:`print_table`)."""
+    from .._tables import print_table
 
     def show(title: str, header: list[str], rows: list[list[str]]) -> None:
-        t = Table(title=title, box=None, title_justify="left")
-        for h in header:
-            t.add_column(h, justify="left" if h in ("method", "bucket", "rule") or h.startswith("OCR") else "right")
-        prev = None
-        for r in rows:
-            if prev is not None and r[0] != prev:
-                t.add_section()
-            prev = r[0]
-            t.add_row(*r)
-        console.print(t)
+        right = [h for h in header if not (h in ("method", "bucket", "rule") or h.startswith("OCR"))]
+        optional = [h for h in header if h.startswith("OCR")]
+        print_table(console, header, rows, title=title, right=right, optional=optional)
 
     console.print(describe_run(result), highlight=False)
     show("metrics (mean over queries, %)", *summary_rows(result))

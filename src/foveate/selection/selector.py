@@ -275,6 +275,13 @@ def select(
             "total": (t3 - t0) * 1000,
         },
     )
+    if layout != "uniform" and mode == "topk" and not sel.gist.any():
+        unsent = float((sel.level_map() < 0).mean())
+        if unsent > 0:  # said, so the gaps in the mosaic are not taken for dark content
+            sel.notes.append(
+                f"top-k without gist: {100 * unsent:.0f}% of the image gets no token "
+                "(grey in the mosaic, dimmed in the overlay); gist=True adds the whole image at the coarsest level"
+            )
     if explain:
         sel.evidence = _evidence(texture, q, sc.qnames, sel, scorer)
     return sel

@@ -124,7 +124,8 @@ def _write_overlay(
     paths: dict[str, Path],
     fps: float,
 ) -> tuple[cv2.VideoWriter, tuple[int, int]]:
-    """Append one frame (heat map, tokens, a status line) to ``overlay.mp4``, opening it on the first frame."""
+    """Append one frame (heat map, tokens, a status line, the legend bar) to ``overlay.mp4``, opening it on the
+    first frame."""
     from ..render import render_overlay
 
     img = render_overlay(image, res.selection)
@@ -132,7 +133,7 @@ def _write_overlay(
         f"frame {res.index}  {'KEYFRAME ' + res.stats.reason if res.stats.keyframe else ''}  "
         f"re-encoded {100 * res.stats.reencoded_share:.0f}%"
     )
-    cv2.putText(img, label, (6, img.shape[0] - 8), cv2.FONT_HERSHEY_SIMPLEX, 0.45, (255, 255, 255), 1, cv2.LINE_AA)
+    cv2.putText(img, label, (6, image.shape[0] - 8), cv2.FONT_HERSHEY_SIMPLEX, 0.45, (255, 255, 255), 1, cv2.LINE_AA)
     if writer is None:
         size = (img.shape[1], img.shape[0])
         paths["overlay"] = out / "overlay.mp4"
