@@ -94,7 +94,7 @@ def test_errors_are_one_line_without_traceback(tmp_path, args, needle):
         (("eval", ".", "--budget", "64,1.5"), "--budget takes whole numbers"),
         (("select", "example:photo", "--budget", "abc"), "Invalid value for '--budget'"),
         (("eval-video", ".", "--nope"), "No such option: --nope"),
-        (("select",), "Missing argument 'source'"),
+        (("select",), "Missing argument"),
         (("store", "ls", "a", "b"), "unexpected extra argument"),
     ],
 )
