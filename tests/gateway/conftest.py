@@ -1,5 +1,5 @@
 """A real ``foveate gateway`` process on loopback in front of the stand-in provider (:mod:`.provider`), with the
-default preset (the form page's text is read) and a fresh store per module."""
+default preset (the form page's text is read) and a fresh store, shared by the tests of this folder (their counters are read as differences)."""
 
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ GATEWAY_KEY = "gw-key-7f3a"
 CLIENT_KEY = "sk-test-secret-91c2d4"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def provider():
     with Provider() as p:
         yield p
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def gateway(provider, tmp_path_factory):
     store = tmp_path_factory.mktemp("store")
     args = (
