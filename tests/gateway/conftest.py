@@ -1,5 +1,6 @@
 """A real ``foveate gateway`` process on loopback in front of the stand-in provider (:mod:`.provider`), with the
-default preset (the form page's text is read) and a fresh store, shared by the tests of this folder (their counters are read as differences)."""
+default preset (the form page's text is read) and a fresh store, shared by the tests of this folder (they read its
+counters as differences)."""
 
 from __future__ import annotations
 

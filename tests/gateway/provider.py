@@ -101,9 +101,13 @@ def _message_stream(body: dict):
     yield event("message_start", {"message": msg})
     yield event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}})
     for i, w in enumerate(_reply_text(body).split(" ")):
-        yield event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": (" " if i else "") + w}})
+        yield event(
+            "content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": (" " if i else "") + w}}
+        )
     yield event("content_block_stop", {"index": 0})
-    yield event("message_delta", {"delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 3}})
+    yield event(
+        "message_delta", {"delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 3}}
+    )
     yield event("message_stop", {})
 
 
@@ -154,7 +158,9 @@ class Provider:
 
     async def models(self, request: Request) -> Response:
         self.received.append(Received("GET", request.url.path, dict(request.headers), b""))
-        return JSONResponse({"object": "list", "data": [{"id": "gpt-5.2", "object": "model", "created": 0, "owned_by": "test"}]})
+        return JSONResponse(
+            {"object": "list", "data": [{"id": "gpt-5.2", "object": "model", "created": 0, "owned_by": "test"}]}
+        )
 
     async def answer(self, request: Request) -> Response:
         raw = await request.body()

@@ -126,7 +126,9 @@ def test_streaming_is_relayed(gateway, provider, page_b64):
     n = len(pictures(provider.last().json(), "openai-chat"))
     assert provider.last().json()["stream"] is True
     assert len(chunks) >= 3 and "".join(chunks) == f"received {n} pictures"
-    with an(gateway).messages.stream(model="claude-sonnet-4-6", max_tokens=32, messages=anthropic_messages(page_b64)) as s:
+    with an(gateway).messages.stream(
+        model="claude-sonnet-4-6", max_tokens=32, messages=anthropic_messages(page_b64)
+    ) as s:
         deltas = list(s.text_stream)
         final = s.get_final_message()
     n = len(pictures(provider.last().json(), "anthropic"))
@@ -165,7 +167,10 @@ def test_models_passthrough(gateway, provider):
 
 @pytest.mark.parametrize("status", [429, 500])
 def test_upstream_errors_are_relayed(gateway, page_b64, status):
-    errors = {429: (openai.RateLimitError, anthropic.RateLimitError), 500: (openai.InternalServerError, anthropic.InternalServerError)}
+    errors = {
+        429: (openai.RateLimitError, anthropic.RateLimitError),
+        500: (openai.InternalServerError, anthropic.InternalServerError),
+    }
     with pytest.raises(errors[status][0]) as oe:
         oa(gateway).chat.completions.create(
             model="gpt-5.2", messages=chat_messages(page_b64), extra_headers={"x-test-answer": str(status)}
@@ -246,7 +251,9 @@ def test_bad_and_oversized_pictures_answer_4xx_through_the_sdks(gateway, provide
         oa(gateway).chat.completions.create(model="gpt-5.2", messages=chat_messages(big))
     assert e.value.status_code == 413 and "too large" in e.value.message
     with pytest.raises(anthropic.APIStatusError) as ae:
-        an(gateway).messages.create(model="claude-sonnet-4-6", max_tokens=8, messages=anthropic_messages("A" * 5_000_000))
+        an(gateway).messages.create(
+            model="claude-sonnet-4-6", max_tokens=8, messages=anthropic_messages("A" * 5_000_000)
+        )
     assert ae.value.status_code == 413 and ae.value.body["error"]["type"] == "request_too_large"
     assert len(provider.received) == before  # none of them reached the upstream
 

@@ -4,10 +4,11 @@ Errors a user can cause print as one line (``error: ...``) with exit code 1 and 
 exit with 2.
 
 One module per command group over a small shared helper (``common``: the app, the consoles, shared options and
-input helpers): ``encode`` (encode, select, info), ``prompt`` (prompt), ``serve`` (serve), ``gateway`` (gateway), ``bench`` (bench,
-bench-prompt, bench-serve, bench-ray, bench-video), ``eval`` (eval, eval-video), ``train`` (train, synth), ``video``
-(video), ``store`` (the ``store`` group) and ``prepare`` (a machine's one-time setup).  Importing a command module
-registers its commands on the app; the order here is the order of ``foveate --help``.
+input helpers): ``encode`` (encode, select, info), ``prompt`` (prompt), ``serve`` (serve), ``gateway``
+(gateway), ``bench`` (bench, bench-prompt, bench-serve, bench-ray, bench-video), ``eval`` (eval, eval-video),
+``train`` (train, synth), ``video`` (video), ``store`` (the ``store`` group) and ``prepare`` (a machine's one-time
+setup).  Importing a command module registers its commands on the app; the order here is the order of ``foveate
+--help``.
 """
 
 from __future__ import annotations

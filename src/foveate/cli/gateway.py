@@ -15,7 +15,9 @@ def gateway(
         None, "--upstream", help="The provider's base URL, e.g. https://api.openai.com (FOVEATE_UPSTREAM)."
     ),
     host: str | None = typer.Option(
-        None, "--host", help="Address to listen on (default 127.0.0.1; another needs FOVEATE_API_KEY or --allow-public)."
+        None,
+        "--host",
+        help="Address to listen on (default 127.0.0.1; another needs FOVEATE_API_KEY or --allow-public).",
     ),
     port: int | None = typer.Option(None, "--port", help="Port (default 8000)."),
     store: Path | None = typer.Option(
@@ -36,7 +38,9 @@ def gateway(
         False, "--allow-public", help="Serve non-loopback clients without FOVEATE_API_KEY (a proxy authenticates)."
     ),
     log_requests: bool = typer.Option(
-        False, "--log-requests", help="One JSON line per request on stderr (model, tokens, timings; no content, no keys)."
+        False,
+        "--log-requests",
+        help="One JSON line per request on stderr (model, tokens, timings; no content, no keys).",
     ),
     log_level: str = typer.Option("warning", "--log-level", help="uvicorn log level."),
 ) -> None:

@@ -83,6 +83,7 @@ def create_app(upstream: str | None = None, settings: GatewaySettings | None = N
             int(settings.cache_mb * 2**20),
             settings.max_pixels,
             settings.torch_threads,
+            on_encode=metrics.encodes.inc,
         )
         app.state.upstream = Upstream(settings.upstream, settings.upstream_timeout)
         try:

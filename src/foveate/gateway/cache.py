@@ -17,6 +17,7 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -52,7 +53,9 @@ class EncodeCache:
         cache_bytes: int = 512 * 2**20,
         max_pixels: int = 25_000_000,
         torch_threads: int = 1,
+        on_encode: Callable[[], object] | None = None,
     ) -> None:
+        self.on_encode = on_encode
         self.store = store
         self.config = config
         self.max_pixels = max_pixels
@@ -101,6 +104,8 @@ class EncodeCache:
         self.memory.put(tid, tex)
         self.encodes += 1
         self.encode_seconds += time.perf_counter() - t0
+        if self.on_encode is not None:
+            self.on_encode()
         return tex
 
     async def texture(self, b64: str, raw: bytes) -> Encoded:

@@ -106,7 +106,9 @@ class ServerProcess:
                 pass
             time.sleep(0.1)
         self.stop()
-        raise RuntimeError(f"foveate {self.command} did not answer /healthz within {self.startup_timeout:g} s:\n{self.log()}")
+        raise RuntimeError(
+            f"foveate {self.command} did not answer /healthz within {self.startup_timeout:g} s:\n{self.log()}"
+        )
 
     def _limit_files(self) -> None:
         import resource
