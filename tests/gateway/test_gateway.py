@@ -266,3 +266,20 @@ def test_metrics_sum_the_headers(gateway, page_b64):
         r.headers["x-foveate-image-tokens"]
     )
     assert counter(gateway.url, "foveate_gateway_sent_tokens_total") - sent0 == int(r.headers["x-foveate-sent-tokens"])
+
+
+def test_a_picture_too_small_to_save_on_passes_through(gateway, provider):
+    import base64
+    import io
+
+    from PIL import Image, ImageDraw
+
+    im = Image.new("RGB", (64, 40), "white")
+    ImageDraw.Draw(im).text((4, 12), "A-17", fill="black")
+    buf = io.BytesIO()
+    im.save(buf, "PNG")
+    b64 = base64.b64encode(buf.getvalue()).decode()
+    r = oa(gateway).chat.completions.with_raw_response.create(model="gpt-5.2", messages=chat_messages(b64, "Code?"))
+    assert r.headers["x-foveate-passthrough"] == "no-saving"
+    assert provider.last().body == r.http_request.content
+    assert r.headers["x-foveate-sent-tokens"] == r.headers["x-foveate-image-tokens"]

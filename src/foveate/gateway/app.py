@@ -6,7 +6,8 @@ each one's texture (:mod:`.cache`: memory, store or one shared encode), re-plan 
 ``model``'s rule (:mod:`.replan`), forward (:mod:`.upstream`) and relay the answer as it comes, with
 ``x-foveate-image-tokens``, ``x-foveate-sent-tokens`` and ``x-foveate-cache``.  A request forwarded as it came (its
 bytes unchanged) says why in ``x-foveate-passthrough``: ``off`` (the client sent ``x-foveate: off``), ``no-picture``,
-``no-text``, ``unknown-model``, ``no-saving``.
+``no-text``, ``unknown-model``, ``no-saving``; ``error`` where foveate itself failed (logged: the request is not
+lost for it).
 """
 
 from __future__ import annotations
@@ -146,6 +147,9 @@ def create_app(upstream: str | None = None, settings: GatewaySettings | None = N
                 return finish(info, t0, error_response(path, 413, f"a picture is too large: {exc}"))
             except (ImageError, QueryError) as exc:
                 return finish(info, t0, error_response(path, 400, f"a picture could not be read: {exc}"))
+            except Exception as exc:  # foveate's own failure (a full store, a bug): the request goes on as it came
+                log.error("re-planning failed, forwarding the request unchanged: %s", type(exc).__name__, exc_info=exc)
+                out, extra = raw, said(info, "error")
         t1 = time.perf_counter()
         metrics.added.observe(t1 - t0)
         info["foveate_ms"] = round((t1 - t0) * 1e3, 2)
