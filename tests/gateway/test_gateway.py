@@ -283,3 +283,19 @@ def test_a_picture_too_small_to_save_on_passes_through(gateway, provider):
     assert r.headers["x-foveate-passthrough"] == "no-saving"
     assert provider.last().body == r.http_request.content
     assert r.headers["x-foveate-sent-tokens"] == r.headers["x-foveate-image-tokens"]
+
+
+def test_only_the_latest_user_turn_is_replanned(gateway, provider, page_b64):
+    first = chat_messages(page_b64, "What is the invoice number?")[1]
+    latest = chat_messages(page_b64, QUESTION)[1]
+    messages = [first, {"role": "assistant", "content": "It is 1042."}, latest]
+    r = oa(gateway).chat.completions.with_raw_response.create(model="gpt-5.2", messages=messages)
+    sent = provider.last().json()["messages"]
+    assert sent[:2] == messages[:2]  # the earlier turn's picture as the client sent it
+    assert len(pictures({"messages": sent}, "openai-chat")) >= 1 and sent[2] != latest
+    assert r.headers["x-foveate-cache"] == "hit"  # the page was seen before
+    # a latest turn without a picture: nothing to do, whatever came before
+    messages = [first, {"role": "assistant", "content": "It is 1042."}, {"role": "user", "content": "And the date?"}]
+    r = oa(gateway).chat.completions.with_raw_response.create(model="gpt-5.2", messages=messages)
+    assert r.headers["x-foveate-passthrough"] == "no-picture"
+    assert provider.last().body == r.http_request.content
