@@ -70,3 +70,25 @@ def test_settings_from_env_and_flags():
         GatewaySettings.from_env({"FOVEATE_BUDGET": "lots"}, upstream="http://x:1")
     with pytest.raises(ConfigError, match="upstream_timeout"):
         GatewaySettings(upstream="http://x:1", upstream_timeout=0)
+
+
+def test_embedded_app_answers_502_when_the_upstream_is_down(tmp_path):
+    """``create_app`` in the caller's process (here Starlette's in-process client, which is no loopback address: hence
+    ``allow_public``); the upstream is a port nothing listens on."""
+    from starlette.testclient import TestClient
+
+    from foveate.gateway import create_app
+    from foveate.service.process import free_port
+
+    app = create_app(upstream=f"http://127.0.0.1:{free_port()}", store=tmp_path, preset="fast", allow_public=True)
+    body = {"model": "gpt-5.2", "max_tokens": 8, "messages": [{"role": "user", "content": "hi"}]}
+    with TestClient(app) as client:
+        r = client.post("/v1/chat/completions", json=body)
+        assert r.status_code == 502 and r.json()["error"]["type"] == "server_error"
+        assert "could not be reached" in r.json()["error"]["message"]
+        r = client.post("/v1/messages", json=body)
+        assert r.status_code == 502 and r.json() == {
+            "type": "error",
+            "error": {"type": "api_error", "message": r.json()["error"]["message"]},
+        }
+        assert client.get("/healthz").json()["status"] == "ok"
