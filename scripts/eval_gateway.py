@@ -10,7 +10,7 @@ its parts, each view placed back at its source box by its introducing line, fine
 for near its box (``foveate eval``'s check: exact and fuzzy).  The reference is the whole page as the provider takes
 it, read the same way.  Tokens: the gateway's ``x-foveate-sent-tokens`` / ``x-foveate-image-tokens``.
 
-    python scripts/eval_gateway.py ../data/funsd_forms -n 30 --seed 0 --out out/eval-gateway.json
+    python scripts/eval_gateway.py ../shared/data/funsd_forms -n 30 --seed 0 --out out/eval-gateway.json
 """
 
 from __future__ import annotations
