@@ -4,10 +4,11 @@ Errors a user can cause print as one line (``error: ...``) with exit code 1 and 
 exit with 2.
 
 One module per command group over a small shared helper (``common``: the app, the consoles, shared options and
-input helpers): ``encode`` (encode, select, info), ``prompt`` (prompt), ``serve`` (serve), ``bench`` (bench,
-bench-prompt, bench-serve, bench-ray, bench-video), ``eval`` (eval, eval-video), ``train`` (train, synth), ``video``
-(video), ``store`` (the ``store`` group) and ``prepare`` (a machine's one-time setup).  Importing a command module
-registers its commands on the app; the order here is the order of ``foveate --help``.
+input helpers): ``encode`` (encode, select, info), ``prompt`` (prompt), ``serve`` (serve), ``gateway``
+(gateway), ``bench`` (bench, bench-prompt, bench-serve, bench-ray, bench-video), ``eval`` (eval, eval-video),
+``train`` (train, synth), ``video`` (video), ``store`` (the ``store`` group) and ``prepare`` (a machine's one-time
+setup).  Importing a command module registers its commands on the app; the order here is the order of ``foveate
+--help``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, NoReturn
 import typer
 
 from ..core.errors import FoveateError
-from . import bench, encode, eval, models, prepare, prompt, serve, store, train, video  # noqa: F401  (importing a command module registers it)
+from . import bench, encode, eval, gateway, models, prepare, prompt, serve, store, train, video  # noqa: F401  (importing a command module registers it)
 from .common import app, err
 
 # click's error classes, found through typer's public BadParameter (typer vendors its own click from 0.22 on)

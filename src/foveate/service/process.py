@@ -35,7 +35,7 @@ def _vm_rss(pid: int) -> int | None:
 class ServerProcess:
     """``foveate serve`` in a subprocess; started on ``__enter__`` (waits for ``/healthz``), always stopped on
     ``__exit__``.  ``args`` are extra CLI flags; ``env`` extra environment variables; ``nofile`` an open-file
-    limit (soft and hard) for the server process."""
+    limit (soft and hard) for the server process; ``command`` the server command (``serve`` or ``gateway``)."""
 
     def __init__(
         self,
@@ -45,7 +45,9 @@ class ServerProcess:
         env: dict[str, str] | None = None,
         startup_timeout: float = 120.0,
         nofile: int | None = None,
+        command: str = "serve",
     ) -> None:
+        self.command = command
         self.store = Path(store)
         self.preset = preset
         self.args = tuple(args)
@@ -68,7 +70,7 @@ class ServerProcess:
             sys.executable,
             "-m",
             "foveate.cli",
-            "serve",
+            self.command,
             "--host",
             "127.0.0.1",
             "--port",
@@ -96,7 +98,7 @@ class ServerProcess:
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"foveate serve exited with code {self.proc.returncode}:\n{self.log()}")
+                raise RuntimeError(f"foveate {self.command} exited with code {self.proc.returncode}:\n{self.log()}")
             try:
                 if httpx.get(self.url + "/healthz", timeout=2.0).status_code == 200:
                     return self
@@ -104,7 +106,9 @@ class ServerProcess:
                 pass
             time.sleep(0.1)
         self.stop()
-        raise RuntimeError(f"foveate serve did not answer /healthz within {self.startup_timeout:g} s:\n{self.log()}")
+        raise RuntimeError(
+            f"foveate {self.command} did not answer /healthz within {self.startup_timeout:g} s:\n{self.log()}"
+        )
 
     def _limit_files(self) -> None:
         import resource

@@ -1,0 +1,201 @@
+"""Where the pictures are in each provider's request body, and what replaces them.  Pure JSON work: no pixels.
+
+Three dialects, one per route:
+
+* ``openai-chat`` (``POST /v1/chat/completions``): ``messages[-k]`` with ``role: user``; text parts
+  ``{"type": "text"}``, pictures ``{"type": "image_url", "image_url": {"url": "data:image/png;base64,...",
+  "detail": ...}}``;
+* ``openai-responses`` (``POST /v1/responses``): ``input`` items with ``role: user``; ``input_text`` parts, pictures
+  ``{"type": "input_image", "image_url": "data:...", "detail": ...}``;
+* ``anthropic`` (``POST /v1/messages``): ``messages[-k]`` with ``role: user``; ``text`` blocks, pictures
+  ``{"type": "image", "source": {"type": "base64", "media_type": ..., "data": ...}}``.
+
+Only the conversation's latest user turn is looked at; a picture given by URL (``https://...``) or by file id is
+never fetched and stays as it is.  A turn whose content is a plain string has no picture.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.errors import FoveateError
+
+DATA_URL = re.compile(r"^data:(?P<media>[\w.+-]+/[\w.+-]+)?(?:;[^,;]*?)*;base64,(?P<data>.*)$", re.S)
+
+
+class BadBody(FoveateError):
+    """A request body the gateway cannot read (answered 400 in the provider's error shape)."""
+
+
+@dataclass
+class Slot:
+    """A base64 picture in the latest user turn: its place in ``content``, its text, its bytes and media type."""
+
+    index: int
+    b64: str
+    raw: bytes
+    media: str
+
+
+@dataclass
+class Turn:
+    """The latest user turn: its ``content`` list (replaced in place), its text, its pictures."""
+
+    content: list[Any]
+    question: str
+    slots: list[Slot] = field(default_factory=list)
+    by_url: int = 0  # pictures given by URL or file id: passed through
+
+
+def _decode(b64: str, where: str) -> bytes:
+    try:
+        return base64.b64decode(b64, validate=True)
+    except (binascii.Error, ValueError):
+        raise BadBody(f"{where} is not valid base64") from None
+
+
+def _data_url(url: Any, where: str) -> tuple[str, str] | None:
+    """(media type, base64 text) of a data URL; ``None`` for any other URL; :class:`BadBody` for a broken one."""
+    if not isinstance(url, str):
+        raise BadBody(f"{where} must be a string")
+    if not url.startswith("data:"):
+        return None
+    m = DATA_URL.match(url)
+    if m is None:
+        raise BadBody(f"{where} is a data URL without ';base64,': send the picture base64-encoded")
+    return m.group("media") or "image/png", m.group("data")
+
+
+def _latest_user(items: Any, name: str) -> dict[str, Any] | None:
+    if not isinstance(items, list):
+        raise BadBody(f"'{name}' must be an array of messages")
+    for item in reversed(items):
+        if not isinstance(item, dict):
+            raise BadBody(f"every item of '{name}' must be an object")
+        if item.get("role") == "user":
+            return item
+    return None
+
+
+class Dialect:
+    """One provider's request format: find the latest user turn, and the parts that replace one picture."""
+
+    name = ""
+    text_types: tuple[str, ...] = ()
+    list_key = "messages"
+
+    def picture(self, part: dict[str, Any], where: str) -> tuple[str, str] | None | bool:
+        """(media, base64) of a picture part; ``None`` for a picture by URL; ``False`` for a part that is none."""
+        raise NotImplementedError
+
+    def parts(self, line: str, media: str, b64: str, option: str | None) -> list[dict[str, Any]]:
+        """The parts that introduce and carry one planned picture."""
+        raise NotImplementedError
+
+    def turn(self, body: dict[str, Any]) -> Turn | None:
+        """The latest user turn, or ``None`` when there is none or its content is plain text.  Raises
+        :class:`BadBody` for a structure the provider would refuse too."""
+        msg = _latest_user(body.get(self.list_key), self.list_key)
+        if msg is None or not isinstance(msg.get("content"), list):
+            return None
+        content = msg["content"]
+        texts: list[str] = []
+        turn = Turn(content, "")
+        for i, part in enumerate(content):
+            if not isinstance(part, dict):
+                raise BadBody(f"every part of a user message's content must be an object (part {i})")
+            kind = part.get("type")
+            if kind in self.text_types:
+                if not isinstance(part.get("text"), str):
+                    raise BadBody(f"the text part {i} of the latest user message has no string 'text'")
+                texts.append(part["text"])
+                continue
+            found = self.picture(part, f"the picture in part {i} of the latest user message")
+            if found is None:
+                turn.by_url += 1
+            elif found is not False:
+                media, b64 = found  # type: ignore[misc]
+                turn.slots.append(Slot(i, b64, _decode(b64, f"the picture in part {i}"), media))
+        turn.question = "\n".join(t.strip() for t in texts if t.strip())
+        return turn
+
+
+class OpenAIChat(Dialect):
+    name = "openai-chat"
+    text_types = ("text",)
+
+    def picture(self, part, where):
+        if part.get("type") != "image_url":
+            return False
+        spec = part.get("image_url")
+        url = spec.get("url") if isinstance(spec, dict) else spec
+        return _data_url(url, where)
+
+    def parts(self, line, media, b64, option):
+        image_url: dict[str, Any] = {"url": f"data:{media};base64,{b64}"}
+        if option is not None:
+            image_url["detail"] = option
+        return [{"type": "text", "text": line}, {"type": "image_url", "image_url": image_url}]
+
+
+class OpenAIResponses(Dialect):
+    name = "openai-responses"
+    text_types = ("input_text",)
+    list_key = "input"
+
+    def turn(self, body):
+        if isinstance(body.get("input"), str):
+            return None
+        return super().turn(body)
+
+    def picture(self, part, where):
+        if part.get("type") != "input_image":
+            return False
+        if part.get("image_url") is None:  # a file id
+            return None
+        return _data_url(part["image_url"], where)
+
+    def parts(self, line, media, b64, option):
+        return [
+            {"type": "input_text", "text": line},
+            {"type": "input_image", "image_url": f"data:{media};base64,{b64}", "detail": option or "auto"},
+        ]
+
+
+class AnthropicMessages(Dialect):
+    name = "anthropic"
+    text_types = ("text",)
+
+    def picture(self, part, where):
+        if part.get("type") != "image":
+            return False
+        source = part.get("source")
+        if not isinstance(source, dict):
+            raise BadBody(f"{where} has no 'source' object")
+        if source.get("type") != "base64":
+            return None
+        data, media = source.get("data"), source.get("media_type")
+        if not isinstance(data, str) or not isinstance(media, str):
+            raise BadBody(f"{where} needs a string 'data' and 'media_type'")
+        return media, data
+
+    def parts(self, line, media, b64, option):
+        return [
+            {"type": "text", "text": line},
+            {"type": "image", "source": {"type": "base64", "media_type": media, "data": b64}},
+        ]
+
+
+DIALECTS: dict[str, Dialect] = {d.name: d for d in (OpenAIChat(), OpenAIResponses(), AnthropicMessages())}
+
+
+def replace(turn: Turn, replacements: dict[int, list[dict[str, Any]]]) -> None:
+    """Replace the parts at the given indices of ``turn.content`` by their lists of parts (in place)."""
+    out: list[Any] = []
+    for i, part in enumerate(turn.content):
+        out.extend(replacements.get(i, [part]))
+    turn.content[:] = out
