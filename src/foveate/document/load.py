@@ -16,6 +16,7 @@ from __future__ import annotations
 import io as _io
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -160,12 +161,20 @@ def _check_count(n: int, max_pages: int, name: str) -> None:
         )
 
 
+def _declares_no_page(data: bytes) -> bool:
+    """The file's page tree says ``/Count 0`` and it has no page object (in plain, uncompressed objects)."""
+    empty = re.search(rb"<<[^>]*/Type\s*/Pages\b[^>]*/Count\s+0\b|<<[^>]*/Count\s+0\b[^>]*/Type\s*/Pages\b", data)
+    return empty is not None and re.search(rb"/Type\s*/Page(?![a-zA-Z])", data) is None
+
+
 def _open_pdf(data: bytes, name: str) -> Any:
     import pypdfium2 as pdfium
 
     try:
         return pdfium.PdfDocument(data)
     except pdfium.PdfiumError as exc:
+        if _declares_no_page(data):  # PDFium refuses a page tree without pages, and leaves its last error stale
+            raise DocumentEmptyError(f"{name}: the document has no page") from exc
         code = getattr(exc, "err_code", None)
         if code == 4:  # FPDF_ERR_PASSWORD
             raise DocumentEncryptedError(
@@ -173,8 +182,6 @@ def _open_pdf(data: bytes, name: str) -> Any:
             ) from exc
         if code == 6:  # FPDF_ERR_SECURITY
             raise DocumentEncryptedError(f"{name}: the PDF uses an unsupported security handler") from exc
-        if code == 0:  # PDFium opened the file but found no page tree: a document without pages
-            raise DocumentEmptyError(f"{name}: the document has no page") from exc
         raise DocumentDecodeError(f"{name}: not a readable PDF (corrupt or truncated: {exc})") from exc
 
 
