@@ -219,6 +219,10 @@ def select(
     queries = [_prompt_query(t, point, neg_point, box) for t in texts]
     src = _resolve_input(source)
     enc = _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model, ocr)
+    from .document import is_document_source, select_document_cli
+
+    if is_document_source(src):  # a PDF, a multi-page TIFF or a saved document: one budget across its pages
+        return select_document_cli(src, queries, cfg, relevance, enc, device, output, rule, json_out, max_crops)
     _check_cover_early(src, enc, cfg)  # what the budget can cover, from the header alone
     tex = _texture_for(src, enc, device, quiet=json_out)
     for q in queries:
