@@ -149,6 +149,7 @@ def test_rotated_page_reads_upright_text_where_it_is_drawn():
     assert line.box[0] <= ink[0] + 1 and line.box[2] >= ink[2] - 1 and line.box[1] <= ink[1] and line.box[3] >= ink[3]
 
 
+@pytest.mark.slow
 def test_image_only_and_mixed_documents():
     data = _pdf([_text_page([(72, 700, "Born digital page")]), _image_page("SCANNED 4711")])
     doc = load_document(data, dpi=72)
