@@ -27,6 +27,7 @@ from foveate.core.errors import (  # noqa: E402
     DocumentTooLongError,
     ImageTooLargeError,
     TextureFormatError,
+    TextureKindError,
 )
 from foveate.document.load import document_kind, load_document  # noqa: E402
 from foveate.document.select import allocate, select_document  # noqa: E402
@@ -274,6 +275,29 @@ def test_encode_returns_a_document_that_saves_as_one_file(doc_tex, tmp_path):
     data[-100:] = bytes(100)  # a page's pixels damaged
     with pytest.raises(TextureFormatError):
         DocumentTexture.from_bytes(bytes(data))
+
+
+def test_one_store_entry_and_the_kinds_kept_apart(doc_tex, tmp_path):
+    from foveate.core.texture import Texture
+    from foveate.store import TextureStore, get_document, put_document
+
+    with TextureStore(tmp_path / "store") as store:
+        entry, created = put_document(store, doc_tex, source="doc.pdf")
+        assert created and entry.id == doc_tex.id and len(store.entries()) == 1
+        assert not put_document(store, doc_tex)[1]  # the same pages, the same entry
+        back = get_document(store, doc_tex.id)
+        assert back is not None and back.id == doc_tex.id and back.num_pages == 3
+        with pytest.raises(TextureKindError):  # the store's get is for single textures, and keeps the entry
+            store.get(doc_tex.id)
+        assert doc_tex.id in store
+        page_entry, _ = store.put(doc_tex.pages[0])
+        with pytest.raises(TextureKindError):
+            get_document(store, page_entry.id)
+    path = doc_tex.save(tmp_path / "doc.fvt")
+    with pytest.raises(TextureKindError, match="DocumentTexture.load"):
+        Texture.load(path)
+    with pytest.raises(TextureKindError, match="single texture"):
+        DocumentTexture.from_bytes(doc_tex.pages[0].to_bytes())
 
 
 def test_select_spends_one_budget_on_the_asked_page(doc_tex):

@@ -29,6 +29,7 @@ _ERRORS = (
     "NoImageSetError",
     "QueryError",
     "TextureFormatError",
+    "TextureKindError",
     "UnsupportedInputError",
     "VideoError",
 )

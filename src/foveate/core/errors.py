@@ -67,6 +67,11 @@ class TextureFormatError(FoveateError):
     """A saved texture is corrupt, truncated, or written by another format version."""
 
 
+class TextureKindError(FoveateError, ValueError):
+    """A document's texture where a single texture was expected, or the reverse (load it with the other class).
+    Not a :class:`TextureFormatError`: the file is sound, and a store must not drop it as corrupt."""
+
+
 class DatasetError(FoveateError):
     """An evaluation data set that cannot be read at all (no folder, no queries.jsonl, nothing valid in it)."""
 

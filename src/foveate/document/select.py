@@ -24,6 +24,8 @@ from ..core.config import SelectConfig
 from ..core.errors import BudgetError, QueryError
 from ..query.query import Query
 from ..query.scorer import Scorer, resolve_scorer
+from ..query.text.layout import text_index
+from ..query.text.term import answer_probabilities
 from ..selection.selection import Selection
 from ..selection.selector import resolve_select_config, score_texture, select
 from ..weights.weights import WeightsSpec, load_weights
@@ -117,14 +119,23 @@ class DocumentSelection:
 
 
 def page_relevance(doc: DocumentTexture, query: Query, scorers: list[Scorer]) -> tuple[np.ndarray, str]:
-    """(num_pages,) relevance of each page for ``query`` and its kind (see the module's docstring)."""
-    probs, best = [], []
+    """(num_pages,) relevance of each page for ``query`` and its kind (see the module's docstring).  The answer
+    probabilities need only the ranker over each page's lines (kept in the page's text index for the select that
+    follows), not the painted maps nor the scorer over every tile; the tile scores the full scoring."""
+    ranker = scorers[0].weights.text.ranker if scorers[0].weights.text is not None else None
+    if query.text is not None and ranker is not None:
+        probs = []
+        for page in doc.pages:
+            index = text_index(page)
+            probs.append(
+                float(answer_probabilities(index, query.text, ranker).max()) if index and index.lines else None
+            )
+        if any(p is not None for p in probs):
+            return np.array([p or 0.0 for p in probs], np.float64), "answer probability"
+    best = []
     for page, scorer in zip(doc.pages, scorers):
         sc = score_texture(page, query, scorer)
-        probs.append(sc.lines.top if sc.lines is not None else None)
         best.append(float(sc.score[0].max()) if sc.score[0].size else -math.inf)
-    if query.text is not None and any(p is not None for p in probs):
-        return np.array([p or 0.0 for p in probs], np.float64), "answer probability"
     b = np.array(best, np.float64)
     return np.exp(b - b.max()), "tile score"
 

@@ -21,12 +21,13 @@ import torch
 from ..channels.text.group import TEXT_LAYER_KEY
 from ..core.config import EncodeConfig, replace_config
 from ..core.device import resolve_device
-from ..core.errors import TextureFormatError
+from ..core.errors import TextureFormatError, TextureKindError
+from ..core.fvt import DOCUMENT_FORMAT_NAME
 from ..core.io import DEFAULT_MAX_PIXELS
 from ..core.texture import Texture, content_hash, encode_array, texture_id
 from .load import DEFAULT_DPI, DEFAULT_MAX_PAGES, OCR, LoadedDocument, document_kind, load_document
 
-DOCUMENT_FORMAT = "foveate-document"
+DOCUMENT_FORMAT = DOCUMENT_FORMAT_NAME
 DOCUMENT_FORMAT_VERSION = 1
 
 
@@ -87,6 +88,28 @@ class DocumentTexture:
     @property
     def id(self) -> str:
         return texture_id(self.content_hash, self.config)
+
+    # what a store's listing reads (the first page's; every page has the same layout and config)
+    @property
+    def image_size(self) -> tuple[int, int]:
+        """(H, W) of the first page."""
+        return self.pages[0].image_size
+
+    @property
+    def num_levels(self) -> int:
+        return self.pages[0].num_levels
+
+    @property
+    def channels(self) -> tuple[str, ...]:
+        return self.pages[0].channels
+
+    @property
+    def groups(self) -> dict[str, tuple[int, int]]:
+        return self.pages[0].groups
+
+    @property
+    def absent(self) -> tuple[str, ...]:
+        return self.pages[0].absent
 
     @property
     def device(self) -> torch.device:
@@ -157,7 +180,10 @@ class DocumentTexture:
 
         meta = document_meta(data, name)
         if meta is None:
-            raise TextureFormatError(f"{name}: not a foveate document texture")
+            from ..core.fvt import read_meta
+
+            read_meta(data, name)  # a single texture (or not a texture at all): say which
+            raise TextureKindError(f"{name}: a single texture, not a document's; load it with foveate.Texture.load")
         try:
             arrays = st_load(data)
         except (SafetensorError, ValueError, OSError) as exc:
