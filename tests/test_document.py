@@ -30,7 +30,7 @@ from foveate.core.errors import (  # noqa: E402
     TextureKindError,
 )
 from foveate.document.load import document_kind, load_document  # noqa: E402
-from foveate.document.select import allocate, select_document  # noqa: E402
+from foveate.document.select import allocate, page_scores, select_document  # noqa: E402
 from foveate.document.textlayer import page_affine  # noqa: E402
 from foveate.document.texture import DocumentTexture, encode_document  # noqa: E402
 
@@ -337,3 +337,11 @@ def test_allocate_is_within_budget_and_favours_the_best():
     assert gists == {0: 8, 3: 8} and sum(focus.values()) + 16 == 100
     focus, _ = allocate(rel, 10, [4, 9, 9, 4], share=0.5, max_focus=3, gist=0)
     assert focus == {1: 10}  # page 2's part cannot hold its cover: the best page takes all
+
+
+def test_page_scores_softmax_over_pages():
+    feats = np.array([[np.log(0.9), 0.2, 0.5], [np.log(0.9), 0.8, 0.5], [np.log(0.01), 0.0, 0.1]])
+    plain = page_scores(feats, 0.0, 0.0)
+    assert np.isclose(plain.sum(), 1.0) and np.isclose(plain[0], plain[1]) and plain[2] < 0.01
+    lexical = page_scores(feats, 2.0, 0.0)  # the page whose best line matches the question's words wins the tie
+    assert np.isclose(lexical.sum(), 1.0) and lexical[1] > lexical[0] > lexical[2]

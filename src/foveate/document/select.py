@@ -1,10 +1,11 @@
 """One token budget across a document's pages.
 
-1. Every page is scored for the query (:func:`foveate.selection.score_texture`).  With the learned text term, a
-   page's relevance is its likeliest line's answer probability -- the ranker's softmax includes a "the answer is on
-   no line" option, so these probabilities are absolute and the lines of all pages rank against each other.
-   Without it (no text in the query, the hand-set weights, pages without text), the best tile score is taken
-   instead, as ``exp(score - best score of the document)``.
+1. Every page is scored for the query.  With the learned text term, a page's score is the log of its likeliest line's
+   answer probability -- the ranker's softmax includes a "the answer is on no line" option, so these are absolute and
+   the lines of all pages rank against each other -- plus its best line's lexical match and MiniLM cosine to the
+   question, weighted (``PAGE_LEXICAL``, ``PAGE_COSINE`` in :mod:`foveate.weights.defaults`, chosen on documents of
+   training-split pages); the relevance is the softmax of the scores over the pages.  Without it (no text in the
+   query, the hand-set weights, pages without text), the best tile score, as ``exp(score - the document's best)``.
 2. The pages within ``share`` of the best page's relevance (at most ``max_focus`` of them) split the budget in
    proportion to their relevance; every other page gets a gist of ``gist`` tokens (the page resized uniformly) or
    nothing (``gist=0``, the default).
@@ -25,15 +26,17 @@ from ..core.errors import BudgetError, QueryError
 from ..query.query import Query
 from ..query.scorer import Scorer, resolve_scorer
 from ..query.text.layout import text_index
+from ..query.text.match import question_scores
 from ..query.text.term import answer_probabilities
 from ..selection.selection import Selection
 from ..selection.selector import resolve_select_config, score_texture, select
+from ..weights.defaults import PAGE_COSINE, PAGE_LEXICAL, PAGE_SHARE
 from ..weights.weights import WeightsSpec, load_weights
 from .texture import DocumentTexture
 
 #: selection.json schema version of a document's selection (a single image's stays at 1)
 DOCUMENT_SCHEMA_VERSION = 2
-DEFAULT_SHARE = 0.5
+DEFAULT_SHARE = PAGE_SHARE
 DEFAULT_MAX_FOCUS = 3
 
 
@@ -118,20 +121,41 @@ class DocumentSelection:
         }
 
 
+def page_features(doc: DocumentTexture, question: str, ranker: Any) -> np.ndarray | None:
+    """(num_pages, 3) float64: per page the log of its likeliest line's answer probability, its best lexical match
+    and its best MiniLM cosine to ``question`` (a page without lines: log 1e-6, 0, 0); ``None`` when no page has a
+    line.  The ranker's probabilities stay in each page's text index for the select that follows."""
+    rows, any_lines = [], False
+    for page in doc.pages:
+        index = text_index(page)
+        if index is None or not index.lines:
+            rows.append((math.log(1e-6), 0.0, 0.0))
+            continue
+        any_lines = True
+        p = answer_probabilities(index, question, ranker)
+        lex, cos = question_scores(index, question)
+        rows.append((math.log(max(float(p.max()), 1e-6)), float(lex.max()), float(cos.max())))
+    return np.asarray(rows, np.float64) if any_lines else None
+
+
+def page_scores(features: np.ndarray, lexical: float = PAGE_LEXICAL, cosine: float = PAGE_COSINE) -> np.ndarray:
+    """(num_pages,) relevance in [0, 1]: the softmax over pages of ``log p + lexical * lex + cosine * cos``."""
+    z = features @ np.array([1.0, lexical, cosine])
+    e = np.exp(z - z.max())
+    out: np.ndarray = e / e.sum()
+    return out
+
+
 def page_relevance(doc: DocumentTexture, query: Query, scorers: list[Scorer]) -> tuple[np.ndarray, str]:
-    """(num_pages,) relevance of each page for ``query`` and its kind (see the module's docstring).  The answer
-    probabilities need only the ranker over each page's lines (kept in the page's text index for the select that
-    follows), not the painted maps nor the scorer over every tile; the tile scores the full scoring."""
-    ranker = scorers[0].weights.text.ranker if scorers[0].weights.text is not None else None
+    """(num_pages,) relevance of each page for ``query`` and its kind (see the module's docstring).  The page
+    score needs only the ranker over each page's lines, not the painted maps nor the scorer over every tile; the tile
+    scores the full scoring."""
+    text = scorers[0].weights.text
+    ranker = text.ranker if text is not None else None
     if query.text is not None and ranker is not None:
-        probs = []
-        for page in doc.pages:
-            index = text_index(page)
-            probs.append(
-                float(answer_probabilities(index, query.text, ranker).max()) if index and index.lines else None
-            )
-        if any(p is not None for p in probs):
-            return np.array([p or 0.0 for p in probs], np.float64), "answer probability"
+        feats = page_features(doc, query.text, ranker)
+        if feats is not None:
+            return page_scores(feats), "page score"
     best = []
     for page, scorer in zip(doc.pages, scorers):
         sc = score_texture(page, query, scorer)
