@@ -345,3 +345,12 @@ def test_page_scores_softmax_over_pages():
     assert np.isclose(plain.sum(), 1.0) and np.isclose(plain[0], plain[1]) and plain[2] < 0.01
     lexical = page_scores(feats, 2.0, 0.0)  # the page whose best line matches the question's words wins the tie
     assert np.isclose(lexical.sum(), 1.0) and lexical[1] > lexical[0] > lexical[2]
+
+
+def test_image_entry_points_name_a_pdf_a_document():
+    from foveate.core.errors import UnsupportedInputError
+    from foveate.core.io import load_image
+
+    data = _pdf([_text_page([(72, 700, "one page")])])
+    with pytest.raises(UnsupportedInputError, match="a PDF is a document"):
+        load_image(data)

@@ -242,7 +242,7 @@ def select_document(
         else:
             sel = select(doc.pages[i], q, shares[i], config=cfg, scorer=scorers[i])
         pages.append((i, sel))
-        notes.extend(f"page {i}: {n}" for n in sel.notes)
+        notes.extend(f"page {i + 1}: {n}" for n in sel.notes)  # 1-based, as people count pages
     t2 = time.perf_counter()
     return DocumentSelection(
         pages,
