@@ -18,7 +18,9 @@ from .core.config import EncodeConfig, SelectConfig
 from .core.device import resolve_device
 from .core.errors import ConfigError, NoImageSetError
 from .core.io import ImageLike
-from .core.texture import Texture, encode
+from .core.texture import Texture
+from .document.select import DocumentSelection, select_document
+from .document.texture import DocumentTexture, encode
 from .query.scorer import Scorer
 from .selection import Selection, select
 from .weights.weights import WeightsSpec, load_weights
@@ -57,6 +59,12 @@ class FoveatePredictor:
         self.scorer = scorer.to(self.device) if scorer is not None else None
         self.weights = load_weights(weights)  # a bad weights file fails here, before any encode
         self._texture: Texture | None = None
+        self._document: DocumentTexture | None = None
+
+    @property
+    def document(self) -> DocumentTexture | None:
+        """The document set with ``set_image("doc.pdf")`` (``None`` when the current input is a single image)."""
+        return self._document
 
     @property
     def texture(self) -> Texture:
@@ -66,26 +74,39 @@ class FoveatePredictor:
 
     @property
     def is_image_set(self) -> bool:
-        return self._texture is not None
+        return self._texture is not None or self._document is not None
 
     @torch.inference_mode()
-    def set_image(self, image: ImageLike) -> Texture:
-        """Encode ``image`` (path, bytes, array, PIL image or tensor) and keep its texture."""
-        self._texture = encode(image, self.config, device=self.device)
-        return self._texture
+    def set_image(self, image: ImageLike) -> Texture | DocumentTexture:
+        """Encode ``image`` (path, bytes, array, PIL image or tensor; a PDF or multi-page TIFF encodes every page
+        into a :class:`DocumentTexture`) and keep its texture."""
+        out = encode(image, self.config, device=self.device)
+        if isinstance(out, DocumentTexture):
+            self._texture, self._document = None, out
+        else:
+            self._texture, self._document = out, None
+        return out
 
-    def set_texture(self, texture: Texture) -> Texture:
-        """Use an already encoded (e.g. loaded) texture; encodes nothing."""
-        self._texture = texture.to(self.device) if texture.device != self.device else texture
-        return self._texture
+    def set_texture(self, texture: Texture | DocumentTexture) -> Texture | DocumentTexture:
+        """Use an already encoded (e.g. loaded) texture or document texture; encodes nothing."""
+        if texture.device != self.device:
+            texture = texture.to(self.device)
+        if isinstance(texture, DocumentTexture):
+            self._texture, self._document = None, texture
+        else:
+            self._texture, self._document = texture, None
+        return texture
 
-    def select(self, query: Any = None, budget: int | None = None, **kwargs: Any) -> Selection:
-        """Pick tokens for ``query`` from the current image (see :func:`foveate.select`)."""
+    def select(self, query: Any = None, budget: int | None = None, **kwargs: Any) -> Selection | DocumentSelection:
+        """Pick tokens for ``query`` from the current image (see :func:`foveate.select`), or across the current
+        document's pages with one budget (:func:`foveate.select_document`)."""
         kwargs.setdefault("config", self.select_config)
         kwargs.setdefault("scorer", self.scorer)
         kwargs.setdefault("weights", self.weights)
+        if self._document is not None:
+            return select_document(self._document, query, budget, **kwargs)
         return select(self.texture, query, budget, **kwargs)
 
     def reset(self) -> None:
-        """Forget the current image."""
-        self._texture = None
+        """Forget the current image or document."""
+        self._texture = self._document = None

@@ -40,8 +40,9 @@ class ChannelGroup:
             camera.
         background: slow, and spends its time in code that releases the GIL (model inference): an encode may
             start it on a worker thread before the other groups and collect it in its turn
-            (:func:`foveate.core.device.encode_overlap` decides).  It must read only ``ctx.image``, ``ctx.config``
-            and ``ctx.grid`` and write only its own keys of ``ctx.extras`` / ``ctx.tensors``.
+            (:func:`foveate.core.device.encode_overlap` decides).  It must read only ``ctx.image``, ``ctx.config``,
+            ``ctx.grid`` and inputs the caller put in ``ctx.frame`` before the encode (a PDF page's text layer), and
+            write only its own keys of ``ctx.extras`` / ``ctx.tensors``.
         fallible: the generator runs a model that may fail on a valid image (OCR on a 10x10000 strip): an
             exception that is not a ``FoveateError`` leaves the group absent, with a note in
             ``Texture.extras["notes"]``, instead of failing the encode.

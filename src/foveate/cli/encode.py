@@ -243,6 +243,10 @@ def select(
         select_many(srcs, output, queries, cfg, relevance, enc, device, opts, json_out)
         return
     src = srcs[0]
+    from .document import is_document_source, select_document_cli
+
+    if is_document_source(src):  # a PDF, a multi-page TIFF or a saved document: one budget across its pages
+        return select_document_cli(src, queries, cfg, relevance, enc, device, output, rule, json_out, max_crops)
     _check_cover_early(src, enc, cfg)  # what the budget can cover, from the header alone
     tex = _texture_for(src, enc, device, quiet=json_out)
     if not json_out:

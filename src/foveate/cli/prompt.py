@@ -36,7 +36,9 @@ from .common import (
 
 @app.command()
 def prompt(
-    source: str = typer.Argument(..., help="An image, a saved .fvt texture, or example:page / example:photo."),
+    source: str = typer.Argument(
+        ..., help="An image, a PDF or multi-page TIFF, a saved .fvt texture, or example:page / example:photo."
+    ),
     query: str = typer.Option(..., "--query", "-q", help="The question: it selects the tokens and ends the request."),
     vlm: str | None = typer.Option(
         None, "--vlm", help=f"VLM rule (default: the --model's, else openai): {rules_help()}."
@@ -58,6 +60,11 @@ def prompt(
     max_levels: int = LevelsOpt,
     max_pixels: int = MaxPixOpt,
     device: str = DeviceOpt,
+    dpi: float | None = typer.Option(None, "--dpi", help="A PDF's render resolution (default 144)."),
+    max_pages: int | None = typer.Option(
+        None, "--max-pages", help="Refuse a document with more pages than this (default 50)."
+    ),
+    page: int | None = typer.Option(None, "--page", help="A document: spend the whole budget on this page (1-based)."),
 ) -> None:
     """Write the request body a user posts to a VLM (OpenAI chat completions, Anthropic messages, Gemini
     generateContent; Qwen2-VL processor inputs) with the pictures foveate plans for the question under that VLM's
@@ -79,6 +86,13 @@ def prompt(
     q = _prompt_query(query, point, [], box)
     src = _resolve_input(source)
     enc = _encode_config(preset, patch_size, max_levels, max_pixels)
+    from .document import is_document_source, prompt_document_cli
+
+    if is_document_source(src):  # a PDF, a multi-page TIFF or a saved document: one budget across its pages
+        return prompt_document_cli(
+            src, q, query, cfg, relevance, enc, device, output, rule, model, image_format, json_out,
+            dpi=dpi, max_pages=max_pages, page=page,
+        )  # fmt: skip
     _check_cover_early(src, enc, cfg)
     tex = _texture_for(src, enc, device, quiet=json_out)
     q.validate(tex.image_size)

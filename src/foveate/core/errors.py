@@ -26,6 +26,27 @@ class UnsupportedInputError(ImageError):
     """An object of a type or shape foveate cannot read as an image."""
 
 
+class DocumentError(ImageError):
+    """A multi-page document (PDF, multi-page TIFF) that cannot be read as pages."""
+
+
+class DocumentDecodeError(DocumentError, ImageDecodeError):
+    """A PDF or TIFF that is corrupt, truncated or not a document at all."""
+
+
+class DocumentEncryptedError(DocumentError):
+    """A password-protected PDF: foveate does not take passwords; decrypt it first."""
+
+
+class DocumentEmptyError(DocumentError, ImageDecodeError):
+    """A document without a page."""
+
+
+class DocumentTooLongError(DocumentError, ImageTooLargeError):
+    """A document with more pages than the page cap (``max_pages``), refused from its page count before any page is
+    rendered."""
+
+
 class ConfigError(FoveateError, ValueError):
     """An invalid configuration value: unknown preset, group or mode, a bad patch size, ..."""
 
@@ -44,6 +65,11 @@ class NoImageSetError(FoveateError, RuntimeError):
 
 class TextureFormatError(FoveateError):
     """A saved texture is corrupt, truncated, or written by another format version."""
+
+
+class TextureKindError(FoveateError, ValueError):
+    """A document's texture where a single texture was expected, or the reverse (load it with the other class).
+    Not a :class:`TextureFormatError`: the file is sound, and a store must not drop it as corrupt."""
 
 
 class DatasetError(FoveateError):

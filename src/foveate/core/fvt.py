@@ -12,10 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from .config import EncodeConfig
-from .errors import TextureFormatError
+from .errors import TextureFormatError, TextureKindError
 
 FORMAT_NAME = "foveate-texture"
 FORMAT_VERSION = 1
+#: the format name of a document's texture (:mod:`foveate.document.texture`), refused here with a
+#: :class:`TextureKindError`
+DOCUMENT_FORMAT_NAME = "foveate-document"
 
 _MAX_HEADER = 100_000_000
 _ITEMSIZE = {
@@ -59,6 +62,11 @@ def read_meta(data: bytes, name: str, header: dict[str, Any] | None = None) -> d
         meta = json.loads(header["__metadata__"]["foveate"])
     except (ValueError, KeyError, TypeError) as exc:
         raise TextureFormatError(f"{name}: not a foveate texture (no foveate metadata)") from exc
+    if isinstance(meta, dict) and meta.get("format") == DOCUMENT_FORMAT_NAME:
+        raise TextureKindError(
+            f"{name}: a document's texture (several pages), not a single texture; load it with "
+            "foveate.DocumentTexture.load (or the store's get_document)"
+        )
     if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
         raise TextureFormatError(f"{name}: not a foveate texture")
     if meta.get("format_version") != FORMAT_VERSION:

@@ -148,6 +148,11 @@ def _from_bytes(data: bytes, name: str, max_pixels: int) -> np.ndarray:
                 f"{name}: the image is too large to decode safely ({_reason(exc)}); the limit is {max_pixels:,} pixels"
             ) from exc
         except Image.UnidentifiedImageError as exc:
+            if data.startswith(b"%PDF-"):
+                raise UnsupportedInputError(
+                    f"{name}: a PDF is a document, not an image: encode it with foveate.encode (every page) or "
+                    "foveate select / prompt; this entry point takes one image"
+                ) from exc
             raise ImageDecodeError(
                 f"{name}: not a readable image (unknown or unsupported format; expected PNG, "
                 "JPEG, WebP, TIFF, BMP, ...)"

@@ -14,5 +14,6 @@ __getattr__, __dir__, __all__ = lazy_exports(
         **{n: ".records" for n in ("GcReport", "StoreCounters", "StoreEntry", "file_name", "texture_blob")},
         **{n: ".sqlite" for n in ("DB_NAME", "SCHEMA_VERSION")},
         "TextureStore": ".store",
+        **{n: ".documents" for n in ("get_document", "put_document")},
     },
 )

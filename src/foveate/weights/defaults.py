@@ -64,3 +64,9 @@ TEXT_SHARPNESS, TEXT_PAD, TEXT_FILL = 10.0, 0.25, 0.0
 #: and a margin): the ``auto`` mode's legibility estimate.  ``foveate train`` measures it on its training pages
 #: (annotated text heights against the OCR boxes of the answer lines); this is the value for files without one.
 TEXT_HEIGHT = 0.7
+
+#: A document's page score (:mod:`foveate.document.select`): ``log p + lexical * w_lex + cosine * w_cos`` over the
+#: page's best line (p the answer ranker's probability, the lexical match and MiniLM cosine of the question), and the
+#: share of the best page's softmax a page needs to share the budget.  Chosen on documents built from training-split
+#: pages only (``python scripts/eval_documents.py --fit``; EVAL.md, "Documents").
+PAGE_LEXICAL, PAGE_COSINE, PAGE_SHARE = 4.0, 4.0, 0.9

@@ -3,14 +3,15 @@
 In the ``default`` preset (and ``full``, by the layout order).
 
 The OCR reads where the gate finds text (``EncodeConfig`` option ``ocr="auto"``, the default; :mod:`.gate`) or the
-whole image (``ocr="always"``).  The group is a *background* group: an encode starts it on a worker thread before
-the other groups (onnxruntime and torch release the GIL), so its OCR runs beside them."""
+whole image (``ocr="always"``); lines the source carries itself (a PDF page's text layer, handed in as
+``EncodeContext.frame["text_layer"]``) replace the OCR.  The group is a *background* group: an encode starts it on
+a worker thread before the other groups (onnxruntime and torch release the GIL), so its OCR runs beside them."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -125,20 +126,32 @@ def text_channels(lines: Sequence[OcrLine], grid: tuple[int, int], patch: int) -
     return np.dstack([np.minimum(mask, 1.0), 1.0 - np.exp(-chars / 2.0)]).astype(np.float32)
 
 
+#: ``EncodeContext.frame`` key of lines read from the source itself (a born-digital PDF page's text layer,
+#: :mod:`foveate.document.textlayer`): the group paints them instead of running OCR
+TEXT_LAYER_KEY = "text_layer"
+TEXT_LAYER_ENGINE = "pdf text layer (pdfium)"
+
+
 def _text_group(ctx: EncodeContext) -> np.ndarray:
     t0 = time.perf_counter()
-    result = ocr_result(ctx.image, ctx.config.option("ocr") or DEFAULT_OCR_MODE)
-    lines = result.lines
+    layer: list[OcrLine] | None = ctx.frame.get(TEXT_LAYER_KEY)
+    ocr: dict[str, Any]
+    if layer is not None:
+        lines, engine, ocr = list(layer), TEXT_LAYER_ENGINE, {"mode": "text-layer"}
+    else:
+        result = ocr_result(ctx.image, ctx.config.option("ocr") or DEFAULT_OCR_MODE)
+        lines, engine = result.lines, OCR_ENGINE
+        ocr = {"mode": result.mode, **({"gate": result.gate} if result.gate is not None else {})}
     t1 = time.perf_counter()
     with request_threads(ENCODE_TORCH_THREADS):
         emb = embed_texts([ln.text for ln in lines])
     t2 = time.perf_counter()
     ctx.tensors["text_embeddings"] = emb.astype(np.float16)
     ctx.extras["text"] = {
-        "engine": OCR_ENGINE,
+        "engine": engine,
         "embedder": TEXT_EMBEDDER,
         "lines": [ln.to_dict() for ln in lines],
-        "ocr": {"mode": result.mode, **({"gate": result.gate} if result.gate is not None else {})},
+        "ocr": ocr,
         "timings_ms": {"ocr": (t1 - t0) * 1000.0, "embed": (t2 - t1) * 1000.0},
     }
     return text_channels(lines, ctx.grid, ctx.patch)

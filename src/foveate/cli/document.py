@@ -1,0 +1,143 @@
+"""Documents on the command line: ``foveate select doc.pdf`` and ``foveate prompt doc.pdf`` (a PDF, a multi-page
+TIFF or a saved document texture) spend one budget across the pages (:mod:`foveate.document`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, TypeGuard
+
+from rich.table import Table
+
+from ..core.config import EncodeConfig, SelectConfig
+from ..query.query import Query
+from .common import Source, err, out
+
+
+def is_document_source(src: Source) -> TypeGuard[Path]:
+    """A PDF, a multi-page TIFF, or a saved document texture (``.fvt``) -- by content, not by name only."""
+    if not isinstance(src, Path) or not src.is_file():
+        return False
+    from ..document.load import document_kind
+    from ..document.texture import is_document_file
+
+    if src.suffix == ".fvt":
+        return is_document_file(src)
+    return document_kind(src) is not None
+
+
+def document_for(
+    src: Path,
+    config: EncodeConfig,
+    device: str,
+    *,
+    dpi: float | None = None,
+    max_pages: int | None = None,
+    quiet: bool = False,
+) -> Any:
+    """Load a saved document texture, or encode the document (with a spinner on a terminal)."""
+    from ..document.load import DEFAULT_DPI, DEFAULT_MAX_PAGES
+    from ..document.texture import DocumentTexture, encode_document
+
+    if src.suffix == ".fvt":
+        return DocumentTexture.load(src, device=device)
+    dpi, max_pages = dpi or DEFAULT_DPI, max_pages or DEFAULT_MAX_PAGES
+    if quiet or not err.is_terminal:
+        return encode_document(src, config, device=device, dpi=dpi, max_pages=max_pages)
+    with err.status(f"encoding the pages of {src.name} ..."):
+        return encode_document(src, config, device=device, dpi=dpi, max_pages=max_pages)
+
+
+def select_document_cli(
+    src: Path,
+    queries: list[Query],
+    cfg: SelectConfig,
+    weights: Any,
+    enc: EncodeConfig,
+    device: str,
+    output: Path,
+    rule: Any,
+    json_out: bool,
+    max_crops: int | None = None,
+) -> None:
+    """``foveate select`` on a document: per query, the document's ``selection.json`` (schema version 2) and the
+    outputs of every page it touches."""
+    from ..document.prompt import write_document_outputs
+    from ..document.select import select_document
+
+    doc = document_for(src, enc, device, quiet=json_out)
+    table = Table("query", "tokens", "pages (tokens)", "ms", "written to", box=None)
+    docs = []
+    for i, q in enumerate(queries, 1):
+        sel = select_document(doc, q, config=cfg, weights=weights)
+        dest = output if len(queries) == 1 else output / f"q{i:02d}"
+        written = write_document_outputs(doc, sel, dest, vlm=rule, max_crops=max_crops)
+        docs.append(json.loads(written["selection"].read_text()))
+        pages = " ".join(f"p{p + 1}:{len(s)}" for p, s in sel.pages)
+        label = q.text or "(no query: saliency)"
+        table.add_row(label[:50], f"{len(sel)}/{sel.budget}", pages, f"{sel.timings_ms['total']:.1f}", str(dest))
+        if not json_out:
+            for note in sel.notes:
+                err.print(f"note: {note}", highlight=False)
+    if json_out:
+        out.print_json(json.dumps(docs[0] if len(docs) == 1 else docs))
+    else:
+        out.print(table)
+
+
+def prompt_document_cli(
+    src: Path,
+    query: Query,
+    question: str,
+    cfg: SelectConfig,
+    weights: Any,
+    enc: EncodeConfig,
+    device: str,
+    output: Path,
+    rule: Any,
+    model: str | None,
+    image_format: str,
+    json_out: bool,
+    *,
+    dpi: float | None = None,
+    max_pages: int | None = None,
+    page: int | None = None,
+) -> None:
+    """``foveate prompt`` on a document: one request with the pictures of every page the selection touches, and
+    the ledger against the whole document sent as pictures."""
+    from ..core.io import encode_image
+    from ..document.prompt import build_document_request
+    from ..document.select import select_document
+
+    doc = document_for(src, enc, device, dpi=dpi, max_pages=max_pages, quiet=json_out)
+    sel = select_document(doc, query, config=cfg, weights=weights, page=None if page is None else page - 1)
+    req = build_document_request(doc, sel, rule, question, model=model, image_format=image_format)
+    ledger = req.ledger()
+    output.mkdir(parents=True, exist_ok=True)
+    pdir = output / "pictures"
+    pdir.mkdir(exist_ok=True)
+    for old in pdir.glob("[0-9][0-9]-*.*"):
+        old.unlink()
+    ext = "jpg" if image_format.lower() in ("jpeg", "jpg") else "png"
+    kinds = [pic.kind for _, p in req.plan.plans for pic in p.pictures]
+    for i, (arr, p, kind) in enumerate(zip(req.pictures, req.pages, kinds)):
+        (pdir / f"{i:02d}-p{p + 1:03d}-{kind}.{ext}").write_bytes(encode_image(arr, ext))
+    (output / "request.json").write_text(json.dumps(req.body))
+    (output / "ledger.json").write_text(json.dumps(ledger, indent=1))
+    if json_out:
+        out.print_json(json.dumps(ledger))
+        return
+    for note in sel.notes + req.plan.notes:
+        err.print(f"note: {note}", highlight=False)
+    table = Table("page", "pictures", "plan tokens", "whole page", box=None)
+    plans = dict(req.plan.plans)
+    for i, tokens in enumerate(req.plan.page_tokens):
+        if i in plans:
+            table.add_row(str(i + 1), str(len(plans[i].pictures)), str(plans[i].tokens), str(tokens))
+    out.print(table)
+    out.print(
+        f"{ledger['rule']} ({ledger['model']}): plan {ledger['plan_tokens']} tokens over {len(plans)} of "
+        f"{doc.num_pages} pages; the whole document as pictures {ledger['document_tokens']}.  Wrote "
+        f"{output / 'request.json'}, {output / 'ledger.json'}, {pdir}/",
+        highlight=False,
+    )
