@@ -7,16 +7,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from reportlab.lib import pdfencrypt
 
-pytest.importorskip("reportlab")
-pytest.importorskip("pypdfium2")
-from reportlab.lib import pdfencrypt  # noqa: E402
+from foveate.vlm import resolve
 
-from foveate.vlm import resolve  # noqa: E402
-
-from ..test_document import PAGES, _pdf, _text_page  # noqa: E402
-from .common import run  # noqa: E402
-from .test_bad_input import _one_error_line  # noqa: E402
+from ..document.test_document import PAGES, _pdf, _text_page
+from .common import run
+from .test_bad_input import _one_error_line
 
 
 @pytest.fixture(scope="module")

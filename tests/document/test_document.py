@@ -10,17 +10,15 @@ import io
 import time
 
 import numpy as np
+import pypdfium2 as pdfium
 import pytest
 from PIL import Image, ImageDraw, ImageFont
+from reportlab.lib import pdfencrypt
+from reportlab.lib.utils import ImageReader
+from reportlab.pdfgen import canvas
 
-pytest.importorskip("reportlab")
-pdfium = pytest.importorskip("pypdfium2")
-from reportlab.lib import pdfencrypt  # noqa: E402
-from reportlab.lib.utils import ImageReader  # noqa: E402
-from reportlab.pdfgen import canvas  # noqa: E402
-
-import foveate  # noqa: E402
-from foveate.core.errors import (  # noqa: E402
+import foveate
+from foveate.core.errors import (
     DocumentDecodeError,
     DocumentEmptyError,
     DocumentEncryptedError,
@@ -29,10 +27,10 @@ from foveate.core.errors import (  # noqa: E402
     TextureFormatError,
     TextureKindError,
 )
-from foveate.document.load import document_kind, load_document  # noqa: E402
-from foveate.document.select import allocate, page_scores, select_document  # noqa: E402
-from foveate.document.textlayer import page_affine  # noqa: E402
-from foveate.document.texture import DocumentTexture, encode_document  # noqa: E402
+from foveate.document.load import document_kind, load_document
+from foveate.document.select import allocate, page_scores, select_document
+from foveate.document.textlayer import page_affine
+from foveate.document.texture import DocumentTexture, encode_document
 
 W_PT, H_PT = 612, 792
 TEXT_ONLY = {"groups": ("text",)}
