@@ -45,6 +45,18 @@ def test_cli_eval(eval_set, tmp_path):
     assert {p["kind"] for p in doc["problems"]} >= {"json", "schema", "image_missing", "no_boxes"}
 
 
+def test_cli_eval_json(eval_set, tmp_path):
+    """--json prints eval.json without its records (and no table); the file keeps them."""
+    root, _ = eval_set
+    out = tmp_path / "o"
+    r = run("eval", root, "-b", "64", "-p", "fast", "--ocr", "off", "--baselines", "none", "-o", out, "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    full = json.loads((tmp_path / "o" / "eval.json").read_text())
+    assert "records" not in doc and full["records"] and doc == {k: v for k, v in full.items() if k != "records"}
+    assert doc["summary"] and "wrote" in r.stderr
+
+
 @pytest.mark.parametrize(
     "setup,args,needle",
     [

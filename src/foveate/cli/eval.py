@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
@@ -100,6 +101,9 @@ def eval_command(
     plots: bool = typer.Option(False, "--plots", help="Also write curves.png and gallery.png (needs matplotlib)."),
     gallery: int = typer.Option(12, "--gallery", help="Worst queries shown in gallery.png."),
     markdown: bool = typer.Option(False, "--markdown", help="Print the markdown tables (as in eval.md) to stdout."),
+    json_out: bool = typer.Option(
+        False, "--json", help="Print eval.json without its per-query records to stdout instead of the tables."
+    ),
     threads: int | None = typer.Option(
         None,
         "--threads",
@@ -203,7 +207,8 @@ def eval_command(
             f"nothing to evaluate in {data_dir}: {result.counts.get('problems', 0)} problems, "
             "no valid query (see above)"
         )
-    print_tables(result, out, group_by)
+    if not json_out:
+        print_tables(result, out, group_by)
     written = write_outputs(
         result,
         outdir,
@@ -211,6 +216,12 @@ def eval_command(
         gallery=gallery,
         group_by=group_by,
     )
+    if json_out:  # what eval.json holds but its records (those stay in the file)
+        doc = json.loads(written["json"].read_text())
+        doc.pop("records", None)
+        print(json.dumps(doc))
+        err.print("wrote " + ", ".join(str(p) for p in written.values()), highlight=False)
+        return
     if markdown:
         print(written["markdown"].read_text())
     out.print("wrote " + ", ".join(str(p) for p in written.values()), highlight=False)
