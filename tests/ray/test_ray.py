@@ -252,7 +252,7 @@ def test_command_line(cluster, tmp_path):
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["texture_id"] == photo["id"]
     r = run("store", "import", out, "-s", tmp_path / "store")
-    assert r.returncode == 0 and "imported 2 textures" in r.stdout and "1 rows without" in r.stdout, r.stderr
+    assert r.returncode == 0 and "imported 2 textures" in r.stdout and "1 row without" in r.stdout, r.stderr
     r = run("select", f"{out}/#{'0' * 8}", "-q", "x")
     assert r.returncode == 1 and r.stderr.startswith("error: no texture") and "Traceback" not in r.stderr
     r = run("encode", "--ray", cluster, "--store", tmp_path / "s", "example:photo")

@@ -458,9 +458,9 @@ def _encode_into_store(store_dir: Path, images: list[str], config: EncodeConfig,
         else ""
     )
     out.print(
-        f"{d['images']} images in {d['seconds']:.1f} s ({rate}{d['images_per_s']:.2f} images/s, "
+        f"{plural(d['images'], 'image')} in {d['seconds']:.1f} s ({rate}{d['images_per_s']:.2f} images/s, "
         f"{d['encoded_megapixels_per_s']:.2f} encoded MP/s): {d['encoded']} encoded, {d['skipped']} already "
-        f"stored (skipped), {d['failed']} failed.  Store {store_dir}: {stats['entries']} textures, "
+        f"stored (skipped), {d['failed']} failed.  Store {store_dir}: {plural(stats['entries'], 'texture')}, "
         f"{stats['bytes'] / 2**20:.1f} MiB",
         highlight=False,
     )

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from .._tables import plural
 from ..core.config import EncodeConfig
 from ..core.errors import FoveateError
 from .common import _resolve_input, err, out
@@ -71,9 +72,9 @@ def encode_with_ray(
         err.print(f"[yellow]failed[/] {source}: {why}", markup=True, highlight=False)
     rate = f" ({d['per_s']:.2f} images/s)" if d["per_s"] else ""
     out.print(
-        f"{d['rows']} images in {d['seconds']:.1f} s on {d['workers']} Ray workers{rate}: "
+        f"{plural(d['rows'], 'image')} in {d['seconds']:.1f} s on {plural(d['workers'], 'Ray worker')}{rate}: "
         f"{s.count('encoded')} encoded, {s.count('skipped')} already in {output} (skipped), "
-        f"{s.count('duplicate')} duplicates of stored pictures, {s.count('failed')} failed (rows with the "
+        f"{plural(s.count('duplicate'), 'duplicate')} of stored pictures, {s.count('failed')} failed (rows with the "
         f"error).  {d['output_bytes'] / 2**20:.1f} MiB of textures written",
         highlight=False,
     )

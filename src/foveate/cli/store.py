@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from .._tables import plural
 from ..core.errors import FoveateError
 from .common import app, err, out
 
@@ -111,7 +112,7 @@ def store_info(
         return
     cap = f"{doc['max_bytes'] / 2**20:.1f} MiB" if doc["max_bytes"] else "none"
     out.print(
-        f"store {doc['path']}: {doc['entries']} textures, {doc['bytes'] / 2**20:.1f} MiB of textures "
+        f"store {doc['path']}: {plural(doc['entries'], 'texture')}, {doc['bytes'] / 2**20:.1f} MiB of textures "
         f"(cap {cap}), {doc['file_bytes'] / 2**20:.1f} MiB on disk; format versions "
         f"{doc['format_versions'] or '-'} (this foveate reads {doc['format_version']})",
         highlight=False,
@@ -147,7 +148,7 @@ def store_clear(
         if not yes and not typer.confirm(f"remove all {st.stats()['entries']} textures from {st.path}?"):
             raise typer.Exit(1)
         n = st.clear()
-    out.print(f"removed {n} textures", highlight=False)
+    out.print(f"removed {plural(n, 'texture')}", highlight=False)
 
 
 @store_app.command("import")
@@ -169,9 +170,9 @@ def store_import(
             break
         err.print(f"[yellow]corrupt[/] {escape(tid)}: {escape(why)}", markup=True, highlight=False, soft_wrap=True)
     out.print(
-        f"imported {summary.imported} textures, skipped {summary.skipped} ({summary.stored} already stored, "
-        f"{summary.without_texture} rows without a texture: failed or duplicate), {len(summary.corrupt)} corrupt "
-        f"(not imported); store {st.path}: {entries} textures",
+        f"imported {plural(summary.imported, 'texture')}, skipped {summary.skipped} ({summary.stored} already stored, "
+        f"{plural(summary.without_texture, 'row')} without a texture: failed or duplicate), {len(summary.corrupt)} "
+        f"corrupt (not imported); store {st.path}: {plural(entries, 'texture')}",
         highlight=False,
     )
     if summary.corrupt:
