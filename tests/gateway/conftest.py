@@ -44,3 +44,12 @@ def gateway(provider, tmp_path_factory):
 @pytest.fixture(scope="session")
 def page_b64(page_path) -> str:
     return base64.b64encode(page_path.read_bytes()).decode()
+
+
+@pytest.fixture(scope="package")
+def gateway_opts(provider, tmp_path_factory):
+    """A second gateway with the options off by default: earlier turns re-planned."""
+    store = tmp_path_factory.mktemp("store-opts")
+    args = ("--upstream", provider.url, "--upstream-timeout", "5", "--replan-history")
+    with ServerProcess(store, preset="default", args=args, command="gateway") as gw:
+        yield gw

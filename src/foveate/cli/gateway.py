@@ -42,6 +42,11 @@ def gateway(
         "--log-requests",
         help="One JSON line per request on stderr (model, tokens, timings; no content, no keys).",
     ),
+    replan_history: bool = typer.Option(
+        False,
+        "--replan-history",
+        help="Re-plan the pictures of earlier user turns too, for the latest turn's question (default: as sent).",
+    ),
     log_level: str = typer.Option("warning", "--log-level", help="uvicorn log level."),
 ) -> None:
     """Put foveate in front of an OpenAI- or Anthropic-compatible VLM API: clients change only their base URL
@@ -71,6 +76,7 @@ def gateway(
         upstream_timeout=upstream_timeout,
         allow_public=allow_public or None,
         log_requests=log_requests or None,
+        replan_history=replan_history or None,
     )
     settings.check_bind()
     check_listen(settings.host, settings.port)
@@ -79,6 +85,7 @@ def gateway(
     err.print(
         f"foveate gateway: http://{settings.host}:{settings.port} -> {settings.upstream}, store {settings.store}, "
         f"preset {settings.preset}, budget {settings.budget}, auth {auth}"
+        + (", earlier turns re-planned" if settings.replan_history else "")
         + ("" if settings.api_key or settings.allow_public else " (loopback clients only)"),
         highlight=False,
     )

@@ -1,7 +1,8 @@
 """The gateway's ASGI app: the three provider routes (pictures re-planned, then forwarded), everything else under
 ``/v1/`` forwarded untouched, ``/healthz`` and ``/metrics``.
 
-Per request: read the body (under ``--max-body-mb``), find the latest user turn's pictures (:mod:`.rewrite`), get
+Per request: read the body (under ``--max-body-mb``), find the latest user turn's pictures (:mod:`.rewrite`; with
+``replan_history`` the earlier user turns' pictures too, all planned for the latest turn's text), get
 each one's texture (:mod:`.cache`: memory, store or one shared encode), re-plan it for the turn's text under the
 ``model``'s rule (:mod:`.replan`), forward (:mod:`.upstream`) and relay the answer as it comes, with
 ``x-foveate-image-tokens``, ``x-foveate-sent-tokens`` and ``x-foveate-cache``.  A request forwarded as it came (its
@@ -188,19 +189,26 @@ def create_app(upstream: str | None = None, settings: GatewaySettings | None = N
             raise BadBody("the request body needs a string 'model'")
         info["model"], info["stream"] = model, body.get("stream") is True
         turn = dialect.turn(body)
-        if turn is None or not turn.slots:
+        turns = [turn] if turn is not None else []
+        if settings.replan_history:
+            turns = dialect.earlier(body) + turns
+            question = dialect.question(body)
+        else:
+            question = turn.question if turn is not None else ""
+        slots = [(k, s) for k, t in enumerate(turns) for s in t.slots]  # (which turn, which picture)
+        if not slots:
             return raw, said(info, "no-picture")
-        if not turn.question:
+        if not question:
             return raw, said(info, "no-text")
         try:
             rule = model_rule(model)
         except ModelError:
             return raw, said(info, "unknown-model")
-        found = await asyncio.gather(*(cache.texture(s.b64, s.raw) for s in turn.slots))
+        found = await asyncio.gather(*(cache.texture(s.b64, s.raw) for _, s in slots))
         plans = await asyncio.gather(
             *(
-                cache.run(replan, e.texture, turn.question, rule, dialect, s.media, settings.budget, weights)
-                for e, s in zip(found, turn.slots)
+                cache.run(replan, e.texture, question, rule, dialect, s.media, settings.budget, weights)
+                for e, (_, s) in zip(found, slots)
             )
         )
         hit = all(e.hit for e in found)
@@ -211,16 +219,20 @@ def create_app(upstream: str | None = None, settings: GatewaySettings | None = N
         metrics.image_tokens.inc(image_tokens)
         metrics.sent_tokens.inc(sent_tokens)
         info.update(cache="hit" if hit else "miss", image_tokens=image_tokens, sent_tokens=sent_tokens)
-        info["pictures"] = [len(turn.slots), sum(p.pictures for p in plans)]
+        info["pictures"] = [len(slots), sum(p.pictures for p in plans)]
         extra = {
             "x-foveate-image-tokens": str(image_tokens),
             "x-foveate-sent-tokens": str(sent_tokens),
             "x-foveate-cache": "hit" if hit else "miss",
         }
-        replacements = {s.index: p.parts for s, p in zip(turn.slots, plans) if p.parts is not None}
+        replacements: dict[int, dict[int, list[dict[str, Any]]]] = {}
+        for (k, s), p in zip(slots, plans):
+            if p.parts is not None:
+                replacements.setdefault(k, {})[s.index] = p.parts
         if not replacements:
             return raw, {**extra, **said(info, "no-saving")}
-        replace(turn, replacements)
+        for k, done in replacements.items():
+            replace(turns[k], done)
         return json.dumps(body, ensure_ascii=False).encode(), extra
 
     def said(info: dict[str, Any], reason: str) -> dict[str, str]:

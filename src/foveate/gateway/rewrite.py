@@ -10,7 +10,8 @@ Three dialects, one per route:
 * ``anthropic`` (``POST /v1/messages``): ``messages[-k]`` with ``role: user``; ``text`` blocks, pictures
   ``{"type": "image", "source": {"type": "base64", "media_type": ..., "data": ...}}``.
 
-Only the conversation's latest user turn is looked at; a picture given by URL (``https://...``) or by file id is
+The conversation's latest user turn is looked at (and, with ``replan_history``, the earlier user turns too: their
+pictures are re-planned for the latest turn's question); a picture given by URL (``https://...``) or by file id is
 never fetched and stays as it is.  A turn whose content is a plain string has no picture.
 """
 
@@ -70,15 +71,17 @@ def _data_url(url: Any, where: str) -> tuple[str, str] | None:
     return m.group("media") or "image/png", m.group("data")
 
 
-def _latest_user(items: Any, name: str) -> dict[str, Any] | None:
+def _user_turns(items: Any, name: str) -> list[dict[str, Any]]:
+    """The user messages of ``items``, oldest first."""
     if not isinstance(items, list):
         raise BadBody(f"'{name}' must be an array of messages")
-    for item in reversed(items):
+    out = []
+    for item in items:
         if not isinstance(item, dict):
             raise BadBody(f"every item of '{name}' must be an object")
         if item.get("role") == "user":
-            return item
-    return None
+            out.append(item)
+    return out
 
 
 class Dialect:
@@ -96,12 +99,38 @@ class Dialect:
         """The parts that introduce and carry one planned picture."""
         raise NotImplementedError
 
+    def users(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """The user messages of the body, oldest first."""
+        return _user_turns(body.get(self.list_key), self.list_key)
+
     def turn(self, body: dict[str, Any]) -> Turn | None:
         """The latest user turn, or ``None`` when there is none or its content is plain text.  Raises
         :class:`BadBody` for a structure the provider would refuse too."""
-        msg = _latest_user(body.get(self.list_key), self.list_key)
-        if msg is None or not isinstance(msg.get("content"), list):
+        users = self.users(body)
+        if not users or not isinstance(users[-1].get("content"), list):
             return None
+        return self._read(users[-1], "the latest user message")
+
+    def earlier(self, body: dict[str, Any]) -> list[Turn]:
+        """The user turns before the latest one whose content is a list (a plain string has no picture), oldest
+        first.  Their text is read but not used: their pictures are re-planned for the latest turn's question."""
+        users = self.users(body)[:-1]
+        return [
+            self._read(m, f"user message {i + 1}") for i, m in enumerate(users) if isinstance(m.get("content"), list)
+        ]
+
+    def question(self, body: dict[str, Any]) -> str:
+        """The latest user turn's text, whether its content is a list of parts or a plain string."""
+        users = self.users(body)
+        if not users:
+            return ""
+        content = users[-1].get("content")
+        if isinstance(content, str):
+            return content.strip()
+        turn = self.turn(body)
+        return turn.question if turn is not None else ""
+
+    def _read(self, msg: dict[str, Any], name: str) -> Turn:
         content = msg["content"]
         texts: list[str] = []
         turn = Turn(content, "")
@@ -111,15 +140,15 @@ class Dialect:
             kind = part.get("type")
             if kind in self.text_types:
                 if not isinstance(part.get("text"), str):
-                    raise BadBody(f"the text part {i} of the latest user message has no string 'text'")
+                    raise BadBody(f"the text part {i} of {name} has no string 'text'")
                 texts.append(part["text"])
                 continue
-            found = self.picture(part, f"the picture in part {i} of the latest user message")
+            found = self.picture(part, f"the picture in part {i} of {name}")
             if found is None:
                 turn.by_url += 1
             elif found is not False:
                 media, b64 = found  # type: ignore[misc]
-                turn.slots.append(Slot(i, b64, _decode(b64, f"the picture in part {i}"), media))
+                turn.slots.append(Slot(i, b64, _decode(b64, f"the picture in part {i} of {name}"), media))
         turn.question = "\n".join(t.strip() for t in texts if t.strip())
         return turn
 
@@ -147,10 +176,10 @@ class OpenAIResponses(Dialect):
     text_types = ("input_text",)
     list_key = "input"
 
-    def turn(self, body):
-        if isinstance(body.get("input"), str):
-            return None
-        return super().turn(body)
+    def users(self, body):
+        if isinstance(body.get("input"), str):  # a plain question, no picture
+            return []
+        return super().users(body)
 
     def picture(self, part, where):
         if part.get("type") != "input_image":

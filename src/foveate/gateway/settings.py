@@ -44,6 +44,8 @@ class GatewaySettings:
         allow_public: without ``api_key``, serve clients at non-loopback addresses too.
         log_requests: one JSON line per request on stderr (model, tokens, timings; no content, no keys).
         torch_threads: torch threads per encode.
+        replan_history: re-plan the pictures of earlier user turns too, for the latest turn's question (default:
+            they are forwarded as the client sent them).
     """
 
     upstream: str = field(default="", metadata=_env("FOVEATE_UPSTREAM"))
@@ -61,6 +63,7 @@ class GatewaySettings:
     allow_public: bool = field(default=False, metadata=_env("FOVEATE_ALLOW_PUBLIC"))
     log_requests: bool = field(default=False, metadata=_env("FOVEATE_LOG_REQUESTS"))
     torch_threads: int = field(default=1, metadata=_env("FOVEATE_TORCH_THREADS"))
+    replan_history: bool = field(default=False, metadata=_env("FOVEATE_REPLAN_HISTORY"))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "store", Path(self.store))
