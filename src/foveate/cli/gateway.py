@@ -47,6 +47,15 @@ def gateway(
         "--replan-history",
         help="Re-plan the pictures of earlier user turns too, for the latest turn's question (default: as sent).",
     ),
+    fetch_hosts: str | None = typer.Option(
+        None,
+        "--fetch-hosts",
+        help="Comma-separated exact host names whose http(s) picture URLs are fetched and re-planned "
+        "(https only; a private address only when listed as that address; default: none is fetched).",
+    ),
+    fetch_timeout: float | None = typer.Option(
+        None, "--fetch-timeout", help="Seconds a picture's fetch may take; then the request passes (default 10)."
+    ),
     log_level: str = typer.Option("warning", "--log-level", help="uvicorn log level."),
 ) -> None:
     """Put foveate in front of an OpenAI- or Anthropic-compatible VLM API: clients change only their base URL
@@ -77,6 +86,8 @@ def gateway(
         allow_public=allow_public or None,
         log_requests=log_requests or None,
         replan_history=replan_history or None,
+        fetch_hosts=fetch_hosts,
+        fetch_timeout=fetch_timeout,
     )
     settings.check_bind()
     check_listen(settings.host, settings.port)
@@ -86,6 +97,7 @@ def gateway(
         f"foveate gateway: http://{settings.host}:{settings.port} -> {settings.upstream}, store {settings.store}, "
         f"preset {settings.preset}, budget {settings.budget}, auth {auth}"
         + (", earlier turns re-planned" if settings.replan_history else "")
+        + (f", fetching pictures from {','.join(settings.fetch_hosts)}" if settings.fetch_hosts else "")
         + ("" if settings.api_key or settings.allow_public else " (loopback clients only)"),
         highlight=False,
     )

@@ -11,8 +11,9 @@ Three dialects, one per route:
   ``{"type": "image", "source": {"type": "base64", "media_type": ..., "data": ...}}``.
 
 The conversation's latest user turn is looked at (and, with ``replan_history``, the earlier user turns too: their
-pictures are re-planned for the latest turn's question); a picture given by URL (``https://...``) or by file id is
-never fetched and stays as it is.  A turn whose content is a plain string has no picture.
+pictures are re-planned for the latest turn's question); a picture given by file id stays as it is, one given by
+``http(s)://`` URL is noted in ``Turn.urls`` (the gateway fetches it only from ``--fetch-hosts``: :mod:`.fetch`).
+A turn whose content is a plain string has no picture.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class Slot:
     b64: str
     raw: bytes
     media: str
+    fetched: bool = False  # fetched from its URL (a picture that cannot be read is then a failed fetch, not a 400)
 
 
 @dataclass
@@ -50,6 +52,7 @@ class Turn:
     question: str
     slots: list[Slot] = field(default_factory=list)
     by_url: int = 0  # pictures given by URL or file id: passed through
+    urls: list[tuple[int, str]] = field(default_factory=list)  # (index, URL) of pictures by http(s) URL
 
 
 def _decode(b64: str, where: str) -> bytes:
@@ -99,6 +102,10 @@ class Dialect:
         """The parts that introduce and carry one planned picture."""
         raise NotImplementedError
 
+    def url(self, part: dict[str, Any]) -> str | None:
+        """The URL of a picture part given by URL (``None`` for a file id)."""
+        raise NotImplementedError
+
     def users(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         """The user messages of the body, oldest first."""
         return _user_turns(body.get(self.list_key), self.list_key)
@@ -146,6 +153,9 @@ class Dialect:
             found = self.picture(part, f"the picture in part {i} of {name}")
             if found is None:
                 turn.by_url += 1
+                url = self.url(part)
+                if url is not None and url.lower().startswith(("http://", "https://")):
+                    turn.urls.append((i, url))
             elif found is not False:
                 media, b64 = found  # type: ignore[misc]
                 turn.slots.append(Slot(i, b64, _decode(b64, f"the picture in part {i} of {name}"), media))
@@ -163,6 +173,10 @@ class OpenAIChat(Dialect):
         spec = part.get("image_url")
         url = spec.get("url") if isinstance(spec, dict) else spec
         return _data_url(url, where)
+
+    def url(self, part):
+        spec = part.get("image_url")
+        return spec.get("url") if isinstance(spec, dict) else spec
 
     def parts(self, line, media, b64, option):
         image_url: dict[str, Any] = {"url": f"data:{media};base64,{b64}"}
@@ -188,6 +202,9 @@ class OpenAIResponses(Dialect):
             return None
         return _data_url(part["image_url"], where)
 
+    def url(self, part):
+        return part.get("image_url")
+
     def parts(self, line, media, b64, option):
         return [
             {"type": "input_text", "text": line},
@@ -211,6 +228,11 @@ class AnthropicMessages(Dialect):
         if not isinstance(data, str) or not isinstance(media, str):
             raise BadBody(f"{where} needs a string 'data' and 'media_type'")
         return media, data
+
+    def url(self, part):
+        source = part["source"]
+        url = source.get("url") if source.get("type") == "url" else None
+        return url if isinstance(url, str) else None
 
     def parts(self, line, media, b64, option):
         return [

@@ -4,6 +4,7 @@ variables as ``foveate serve`` where the meaning is the same: store, preset, API
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,6 +21,13 @@ KEY_HEADER = "x-foveate-key"
 
 def _env(name: str) -> dict:
     return {"env": name}
+
+
+def _is_ipv6(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).version == 6
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -44,6 +52,9 @@ class GatewaySettings:
         allow_public: without ``api_key``, serve clients at non-loopback addresses too.
         log_requests: one JSON line per request on stderr (model, tokens, timings; no content, no keys).
         torch_threads: torch threads per encode.
+        fetch_hosts: host names (exact) from which pictures given by ``http(s)://`` URL are fetched and re-planned
+            (:mod:`foveate.gateway.fetch` says under which rules); empty: no picture is ever fetched.
+        fetch_timeout: seconds a picture's fetch may take; then the request is forwarded unchanged.
         replan_history: re-plan the pictures of earlier user turns too, for the latest turn's question (default:
             they are forwarded as the client sent them).
     """
@@ -64,6 +75,8 @@ class GatewaySettings:
     log_requests: bool = field(default=False, metadata=_env("FOVEATE_LOG_REQUESTS"))
     torch_threads: int = field(default=1, metadata=_env("FOVEATE_TORCH_THREADS"))
     replan_history: bool = field(default=False, metadata=_env("FOVEATE_REPLAN_HISTORY"))
+    fetch_hosts: tuple[str, ...] = field(default=(), metadata=_env("FOVEATE_FETCH_HOSTS"))
+    fetch_timeout: float = field(default=10.0, metadata=_env("FOVEATE_FETCH_TIMEOUT"))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "store", Path(self.store))
@@ -79,7 +92,13 @@ class GatewaySettings:
         for name in ("port", "budget", "workers", "max_pixels", "torch_threads"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
-        for name in ("max_body_mb", "cache_mb", "upstream_timeout"):
+        hosts = self.fetch_hosts.split(",") if isinstance(self.fetch_hosts, str) else self.fetch_hosts
+        hosts = tuple(h.strip().lower().strip("[]") for h in hosts if h.strip())
+        for h in hosts:
+            if any(c in h for c in "/:@ *") and not _is_ipv6(h):
+                raise ConfigError(f"--fetch-hosts takes exact host names such as images.example.com, got {h!r}")
+        object.__setattr__(self, "fetch_hosts", hosts)
+        for name in ("max_body_mb", "cache_mb", "upstream_timeout", "fetch_timeout"):
             if getattr(self, name) <= 0 and not (name == "cache_mb" and getattr(self, name) == 0):
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
         if self.api_key is not None and not self.api_key.strip():
