@@ -55,9 +55,10 @@ def picture_host(page_path):
 @pytest.fixture(scope="package")
 def gateway_opts(provider, tmp_path_factory):
     """A second gateway with the options off by default: earlier turns re-planned, pictures fetched from 127.0.0.1
-    (the loopback picture host's address, so http is allowed), a 4 MiB body and picture limit."""
+    (the loopback picture host's address, so http is allowed), a 4 MiB body and picture limit, ``--budget auto``
+    (the history and fetch tests compare against this same gateway's answers, so the budget rule is the same)."""
     store = tmp_path_factory.mktemp("store-opts")
     args = ("--upstream", provider.url, "--upstream-timeout", "5", "--replan-history", "--max-body-mb", "4")
-    args += ("--fetch-hosts", "127.0.0.1", "--fetch-timeout", "3")
+    args += ("--fetch-hosts", "127.0.0.1", "--fetch-timeout", "3", "--budget", "auto")
     with ServerProcess(store, preset="default", args=args, command="gateway") as gw:
         yield gw

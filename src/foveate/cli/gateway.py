@@ -23,7 +23,13 @@ def gateway(
     store: Path | None = typer.Option(
         None, "--store", "-s", help="Texture store folder (default ~/.cache/foveate/store)."
     ),
-    budget: int | None = typer.Option(None, "--budget", "-b", help="Tokens selected per picture (default 273)."),
+    budget: str | None = typer.Option(
+        None,
+        "--budget",
+        "-b",
+        help="Tokens selected per picture (default 273), or 'auto': per picture, the smallest of 64, 144, 273, 576 "
+        "whose plan keeps the likely answer lines legible (273 without any).",
+    ),
     preset: str | None = typer.Option(None, "--preset", "-p", help="Encode preset of the pictures (default: default)."),
     workers: int | None = typer.Option(None, "--workers", help="Encode threads (default 2)."),
     max_body_mb: float | None = typer.Option(None, "--max-body-mb", help="Larger bodies answer 413 (default 32)."),

@@ -5,7 +5,8 @@ Per request: read the body (under ``--max-body-mb``), find the latest user turn'
 ``replan_history`` the earlier user turns' pictures too, all planned for the latest turn's text; pictures by URL of
 ``fetch_hosts`` fetched by :mod:`.fetch`), get each one's texture (:mod:`.cache`: memory, store or one shared
 encode), re-plan it for the turn's text under the ``model``'s rule (:mod:`.replan`), forward (:mod:`.upstream`) and
-relay the answer as it comes, with ``x-foveate-image-tokens``, ``x-foveate-sent-tokens`` and ``x-foveate-cache``.
+relay the answer as it comes, with ``x-foveate-image-tokens``, ``x-foveate-sent-tokens``, ``x-foveate-cache`` and
+``x-foveate-budget``.
 A request forwarded as it came (its bytes unchanged) says why in ``x-foveate-passthrough``: ``off`` (the client sent
 ``x-foveate: off``), ``no-picture``, ``no-text``, ``unknown-model``, ``no-saving``, ``fetch-failed`` (a picture by
 URL refused or not fetched); ``error`` where foveate itself failed (logged: the request is not lost for it).
@@ -239,7 +240,9 @@ def create_app(upstream: str | None = None, settings: GatewaySettings | None = N
             "x-foveate-image-tokens": str(image_tokens),
             "x-foveate-sent-tokens": str(sent_tokens),
             "x-foveate-cache": "hit" if hit else "miss",
+            "x-foveate-budget": ",".join(str(p.budget) for p in plans),
         }
+        info["budget"] = [p.budget for p in plans]
         replacements: dict[int, dict[int, list[dict[str, Any]]]] = {}
         for (k, s), p in zip(slots, plans):
             if p.parts is not None:
