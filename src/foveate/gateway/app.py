@@ -198,11 +198,10 @@ def create_app(upstream: str | None = None, settings: GatewaySettings | None = N
         info["model"], info["stream"] = model, body.get("stream") is True
         turn = dialect.turn(body)
         turns = [turn] if turn is not None else []
+        question = turn.question if turn is not None else ""
         if settings.replan_history:
             turns = dialect.earlier(body) + turns
-            question = dialect.question(body)
-        else:
-            question = turn.question if turn is not None else ""
+            question = question or dialect.question(body)  # a latest turn of plain text asks too
         fetcher: Fetcher | None = request.app.state.fetcher
         urls = [(k, i, u) for k, t in enumerate(turns) for i, u in t.urls if fetcher is not None and fetcher.listed(u)]
         if not urls and not any(t.slots for t in turns):
