@@ -11,6 +11,9 @@ else), and ``foveate gateway`` in front of the same upstream.  The same request 
 * requests/s at 16 concurrent clients (cache hits, questions varied) through each, and to the upstream directly.
 
     python scripts/bench_gateway.py --out out/bench-gateway.json [--preset default] [--misses 3] [--hits 40]
+        [--budget 273|auto]
+
+``tokens.budgets`` counts the budgets the gateway used (``x-foveate-budget``) over the cache-hit questions.
 """
 
 from __future__ import annotations
@@ -182,6 +185,7 @@ def main() -> None:
     ap.add_argument("--hits", type=int, default=40)
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--budget", default="273", help="the gateway's --budget: tokens, or auto")
     ap.add_argument("--serve", nargs=3, metavar=("KIND", "PORT", "UPSTREAM"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
@@ -197,12 +201,12 @@ def main() -> None:
     procs = [start([*me, "upstream", str(ports["upstream"]), "-"], urls["upstream"])]
     procs.append(start([*me, "proxy", str(ports["proxy"]), urls["upstream"]], urls["proxy"]))
     gw_cmd = [sys.executable, "-m", "foveate.cli", "gateway", "--upstream", urls["upstream"], "--port"]
-    gw_cmd += [str(ports["gateway"]), "--store", store, "--preset", args.preset]
+    gw_cmd += [str(ports["gateway"]), "--store", store, "--preset", args.preset, "--budget", args.budget]
     procs.append(start(gw_cmd, urls["gateway"] + "/healthz", env))
     try:
         page = page_variant(0)
         questions = [f"What is written in field {i} of the form?" for i in range(args.hits + 1)]
-        result: dict = {"preset": args.preset, "clients": args.clients, "cpus": os.cpu_count()}
+        result: dict = {"preset": args.preset, "budget": args.budget, "clients": args.clients, "cpus": os.cpu_count()}
         with httpx.Client(timeout=600, trust_env=False) as c:
             for _ in range(3):  # warm every connection and the gateway's query encoder (a miss, not counted)
                 for url in urls.values():
@@ -215,13 +219,14 @@ def main() -> None:
                 assert r.headers["x-foveate-cache"] == "miss"
                 miss.append((dt - direct) * 1e3)
                 miss_proxy.append((timed(c, urls["proxy"], data)[0] - direct) * 1e3)
-            hit, hit_proxy, sent, whole = [], [], [], 0
+            hit, hit_proxy, sent, whole, budgets = [], [], [], 0, []
             for q in questions[1:]:
                 data = body(page, q)
                 direct = timed(c, urls["upstream"], data)[0]
                 dt, r = timed(c, urls["gateway"], data)
                 assert r.headers["x-foveate-cache"] == "hit"
                 sent.append(int(r.headers["x-foveate-sent-tokens"]))
+                budgets.append(r.headers["x-foveate-budget"])
                 whole = int(r.headers["x-foveate-image-tokens"])
                 hit.append((dt - direct) * 1e3)
                 hit_proxy.append((timed(c, urls["proxy"], data)[0] - direct) * 1e3)
@@ -233,6 +238,7 @@ def main() -> None:
         }
         result["tokens"] = {"whole_page": whole, "sent_min": min(sent), "sent_median": statistics.median(sent)}
         result["tokens"]["sent_max"] = max(sent)
+        result["tokens"]["budgets"] = {b: budgets.count(b) for b in sorted(set(budgets), key=int)}
         bodies = [body(page, q) for q in questions[1:]]
         rps = {k: throughput(urls[k], bodies, args.clients, args.seconds) for k in ("upstream", "proxy", "gateway")}
         result["requests_per_s"] = {k: round(v, 1) for k, v in rps.items()}

@@ -10,7 +10,7 @@ import pytest
 
 from foveate.service.process import ServerProcess
 
-from .provider import Provider
+from .provider import PictureHost, Provider
 
 #: the gateway's own key in these tests, and the client's provider key (neither may reach a log)
 GATEWAY_KEY = "gw-key-7f3a"
@@ -44,3 +44,21 @@ def gateway(provider, tmp_path_factory):
 @pytest.fixture(scope="session")
 def page_b64(page_path) -> str:
     return base64.b64encode(page_path.read_bytes()).decode()
+
+
+@pytest.fixture(scope="package")
+def picture_host(page_path):
+    with PictureHost(page_path.read_bytes()) as h:
+        yield h
+
+
+@pytest.fixture(scope="package")
+def gateway_opts(provider, tmp_path_factory):
+    """A second gateway with the options off by default: earlier turns re-planned, pictures fetched from 127.0.0.1
+    (the loopback picture host's address, so http is allowed), a 4 MiB body and picture limit, ``--budget auto``
+    (the history and fetch tests compare against this same gateway's answers, so the budget rule is the same)."""
+    store = tmp_path_factory.mktemp("store-opts")
+    args = ("--upstream", provider.url, "--upstream-timeout", "5", "--replan-history", "--max-body-mb", "4")
+    args += ("--fetch-hosts", "127.0.0.1", "--fetch-timeout", "3", "--budget", "auto")
+    with ServerProcess(store, preset="default", args=args, command="gateway") as gw:
+        yield gw

@@ -4,7 +4,10 @@ the provider's own wire format -- OpenAI chat completions (JSON, or ``chat.compl
 ending ``data: [DONE]``), OpenAI responses, Anthropic messages (JSON, or the ``message_start`` ...
 ``message_stop`` event stream), ``GET /v1/models``.  A request header ``x-test-answer`` makes it answer otherwise:
 ``429`` (with ``retry-after`` and ``x-ratelimit-*`` headers and the provider's error body), ``500``, or ``slow``
-(it waits 5 s before answering)."""
+(it waits 5 s before answering).
+
+:class:`PictureHost` is a loopback web server for the gateway's picture fetches: it serves the form page, pictures
+too large, a redirect to another host name, and records every path it is asked for."""
 
 from __future__ import annotations
 
@@ -184,6 +187,74 @@ class Provider:
         return JSONResponse(_chat(body), headers={"x-request-id": "req_test"})
 
     def __enter__(self) -> Provider:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+def big_png() -> bytes:
+    """A real picture (1400 x 1100 px of noise, stored uncompressed: 4.6 MB) over the 4 MiB limit of the gateway
+    that fetches, and under its pixel limit: refused for its size alone."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    noise = np.random.default_rng(0).integers(0, 256, (1100, 1400, 3), dtype=np.uint8)
+    buf = io.BytesIO()
+    Image.fromarray(noise).save(buf, "PNG", compress_level=0)
+    return buf.getvalue()
+
+
+class PictureHost:
+    """Pictures by URL on a free loopback port: ``/page.png``, ``/big.png`` (:func:`big_png`, its length declared),
+    ``/big-stream.png`` (the same in chunks, no length), ``/away`` (a redirect to the same port under the name
+    ``localhost``: another host), ``/here`` (a redirect to ``/page.png`` on this host), ``/text`` (no picture),
+    ``/slow.png`` (waits 5 s).  ``hits`` lists the paths asked for."""
+
+    def __init__(self, page: bytes) -> None:
+        self.page = page
+        self.big = big_png()
+        self.port = free_port()
+        self.hits: list[str] = []
+        config = uvicorn.Config(
+            Starlette(routes=[Route("/{name:path}", self.serve)]), host="127.0.0.1", port=self.port, log_level="warning"
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def url(self, path: str, host: str = "127.0.0.1") -> str:
+        return f"http://{host}:{self.port}{path}"
+
+    async def serve(self, request: Request) -> Response:
+        path = request.url.path
+        self.hits.append(path)
+        if path == "/big.png":
+            return Response(self.big, media_type="image/png")
+        if path == "/big-stream.png":
+
+            async def chunks():
+                for i in range(0, len(self.big), 2**16):
+                    yield self.big[i : i + 2**16]
+
+            return StreamingResponse(chunks(), media_type="image/png")
+        if path == "/away":
+            return Response(status_code=302, headers={"location": self.url("/away.png", "localhost")})
+        if path == "/here":
+            return Response(status_code=302, headers={"location": "/page.png"})
+        if path == "/text":
+            return Response(b"not a picture", media_type="text/plain")
+        if path == "/slow.png":
+            await asyncio.sleep(SLOW_S)
+        return Response(self.page, media_type="image/png")
+
+    def __enter__(self) -> PictureHost:
         self.thread.start()
         deadline = time.monotonic() + 10
         while not self.server.started and time.monotonic() < deadline:

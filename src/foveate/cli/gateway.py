@@ -23,7 +23,13 @@ def gateway(
     store: Path | None = typer.Option(
         None, "--store", "-s", help="Texture store folder (default ~/.cache/foveate/store)."
     ),
-    budget: int | None = typer.Option(None, "--budget", "-b", help="Tokens selected per picture (default 273)."),
+    budget: str | None = typer.Option(
+        None,
+        "--budget",
+        "-b",
+        help="Tokens selected per picture (default 273), or 'auto': per picture, the smallest of 64, 144, 273, 576 "
+        "whose plan keeps the likely answer lines legible (273 without any).",
+    ),
     preset: str | None = typer.Option(None, "--preset", "-p", help="Encode preset of the pictures (default: default)."),
     workers: int | None = typer.Option(None, "--workers", help="Encode threads (default 2)."),
     max_body_mb: float | None = typer.Option(None, "--max-body-mb", help="Larger bodies answer 413 (default 32)."),
@@ -41,6 +47,20 @@ def gateway(
         False,
         "--log-requests",
         help="One JSON line per request on stderr (model, tokens, timings; no content, no keys).",
+    ),
+    replan_history: bool = typer.Option(
+        False,
+        "--replan-history",
+        help="Re-plan the pictures of earlier user turns too, for the latest turn's question (default: as sent).",
+    ),
+    fetch_hosts: str | None = typer.Option(
+        None,
+        "--fetch-hosts",
+        help="Comma-separated exact host names whose http(s) picture URLs are fetched and re-planned "
+        "(https only; a private address only when listed as that address; default: none is fetched).",
+    ),
+    fetch_timeout: float | None = typer.Option(
+        None, "--fetch-timeout", help="Seconds a picture's fetch may take; then the request passes (default 10)."
     ),
     log_level: str = typer.Option("warning", "--log-level", help="uvicorn log level."),
 ) -> None:
@@ -71,6 +91,9 @@ def gateway(
         upstream_timeout=upstream_timeout,
         allow_public=allow_public or None,
         log_requests=log_requests or None,
+        replan_history=replan_history or None,
+        fetch_hosts=fetch_hosts,
+        fetch_timeout=fetch_timeout,
     )
     settings.check_bind()
     check_listen(settings.host, settings.port)
@@ -79,6 +102,8 @@ def gateway(
     err.print(
         f"foveate gateway: http://{settings.host}:{settings.port} -> {settings.upstream}, store {settings.store}, "
         f"preset {settings.preset}, budget {settings.budget}, auth {auth}"
+        + (", earlier turns re-planned" if settings.replan_history else "")
+        + (f", fetching pictures from {','.join(settings.fetch_hosts)}" if settings.fetch_hosts else "")
         + ("" if settings.api_key or settings.allow_public else " (loopback clients only)"),
         highlight=False,
     )

@@ -7,7 +7,8 @@ for the turn's question and re-planned under the request's model's own token rul
 
 Modules: ``settings`` (flags and ``FOVEATE_*``), ``rewrite`` (each provider's message format), ``replan`` (one
 picture -> its planned pictures), ``cache`` (encode once, single flight), ``upstream`` (forward and relay),
-``errors`` (the providers' error shapes, the guard), ``metrics``, ``app``.
+``errors`` (the providers' error shapes, the guard), ``fetch`` (pictures by URL from listed hosts), ``metrics``,
+``app``.
 """
 
 from .._lazy import lazy_exports

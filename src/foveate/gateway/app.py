@@ -1,18 +1,21 @@
 """The gateway's ASGI app: the three provider routes (pictures re-planned, then forwarded), everything else under
 ``/v1/`` forwarded untouched, ``/healthz`` and ``/metrics``.
 
-Per request: read the body (under ``--max-body-mb``), find the latest user turn's pictures (:mod:`.rewrite`), get
-each one's texture (:mod:`.cache`: memory, store or one shared encode), re-plan it for the turn's text under the
-``model``'s rule (:mod:`.replan`), forward (:mod:`.upstream`) and relay the answer as it comes, with
-``x-foveate-image-tokens``, ``x-foveate-sent-tokens`` and ``x-foveate-cache``.  A request forwarded as it came (its
-bytes unchanged) says why in ``x-foveate-passthrough``: ``off`` (the client sent ``x-foveate: off``), ``no-picture``,
-``no-text``, ``unknown-model``, ``no-saving``; ``error`` where foveate itself failed (logged: the request is not
-lost for it).
+Per request: read the body (under ``--max-body-mb``), find the latest user turn's pictures (:mod:`.rewrite`; with
+``replan_history`` the earlier user turns' pictures too, all planned for the latest turn's text; pictures by URL of
+``fetch_hosts`` fetched by :mod:`.fetch`), get each one's texture (:mod:`.cache`: memory, store or one shared
+encode), re-plan it for the turn's text under the ``model``'s rule (:mod:`.replan`), forward (:mod:`.upstream`) and
+relay the answer as it comes, with ``x-foveate-image-tokens``, ``x-foveate-sent-tokens``, ``x-foveate-cache`` and
+``x-foveate-budget``.
+A request forwarded as it came (its bytes unchanged) says why in ``x-foveate-passthrough``: ``off`` (the client sent
+``x-foveate: off``), ``no-picture``, ``no-text``, ``unknown-model``, ``no-saving``, ``fetch-failed`` (a picture by
+URL refused or not fetched); ``error`` where foveate itself failed (logged: the request is not lost for it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 import sys
@@ -31,9 +34,10 @@ from ..vlm.models import ModelError, model_rule
 from ..weights import load_weights
 from .cache import EncodeCache
 from .errors import GatewayGuard, error_response
+from .fetch import Fetcher, FetchFailed
 from .metrics import GatewayMetrics
 from .replan import replan
-from .rewrite import DIALECTS, BadBody, Dialect, replace
+from .rewrite import DIALECTS, BadBody, Dialect, Slot, Turn, replace
 from .settings import GatewaySettings
 from .upstream import Upstream, UpstreamTimeout, UpstreamUnreachable, chunks, forward_headers, relay_headers
 
@@ -87,10 +91,15 @@ def create_app(upstream: str | None = None, settings: GatewaySettings | None = N
             on_encode=metrics.encodes.inc,
         )
         app.state.upstream = Upstream(settings.upstream, settings.upstream_timeout)
+        app.state.fetcher = (
+            Fetcher(settings.fetch_hosts, settings.max_body, settings.fetch_timeout) if settings.fetch_hosts else None
+        )
         try:
             yield
         finally:
             await app.state.upstream.aclose()
+            if app.state.fetcher is not None:
+                await app.state.fetcher.aclose()
             app.state.cache.close()
             store.close()
 
@@ -188,19 +197,33 @@ def create_app(upstream: str | None = None, settings: GatewaySettings | None = N
             raise BadBody("the request body needs a string 'model'")
         info["model"], info["stream"] = model, body.get("stream") is True
         turn = dialect.turn(body)
-        if turn is None or not turn.slots:
+        turns = [turn] if turn is not None else []
+        question = turn.question if turn is not None else ""
+        if settings.replan_history:
+            turns = dialect.earlier(body) + turns
+            question = question or dialect.question(body)  # a latest turn of plain text asks too
+        fetcher: Fetcher | None = request.app.state.fetcher
+        urls = [(k, i, u) for k, t in enumerate(turns) for i, u in t.urls if fetcher is not None and fetcher.listed(u)]
+        if not urls and not any(t.slots for t in turns):
             return raw, said(info, "no-picture")
-        if not turn.question:
+        if not question:
             return raw, said(info, "no-text")
         try:
             rule = model_rule(model)
         except ModelError:
             return raw, said(info, "unknown-model")
-        found = await asyncio.gather(*(cache.texture(s.b64, s.raw) for s in turn.slots))
+        try:
+            if urls and fetcher is not None:
+                await fetch_pictures(fetcher, turns, urls, info)
+            slots = [(k, s) for k, t in enumerate(turns) for s in t.slots]  # (which turn, which picture)
+            found = await asyncio.gather(*(texture(cache, s) for _, s in slots))
+        except FetchFailed as exc:
+            log.info("a picture's fetch failed, forwarding the request unchanged: %s", exc)
+            return raw, said(info, "fetch-failed")
         plans = await asyncio.gather(
             *(
-                cache.run(replan, e.texture, turn.question, rule, dialect, s.media, settings.budget, weights)
-                for e, s in zip(found, turn.slots)
+                cache.run(replan, e.texture, question, rule, dialect, s.media, settings.budget, weights)
+                for e, (_, s) in zip(found, slots)
             )
         )
         hit = all(e.hit for e in found)
@@ -211,17 +234,42 @@ def create_app(upstream: str | None = None, settings: GatewaySettings | None = N
         metrics.image_tokens.inc(image_tokens)
         metrics.sent_tokens.inc(sent_tokens)
         info.update(cache="hit" if hit else "miss", image_tokens=image_tokens, sent_tokens=sent_tokens)
-        info["pictures"] = [len(turn.slots), sum(p.pictures for p in plans)]
+        info["pictures"] = [len(slots), sum(p.pictures for p in plans)]
         extra = {
             "x-foveate-image-tokens": str(image_tokens),
             "x-foveate-sent-tokens": str(sent_tokens),
             "x-foveate-cache": "hit" if hit else "miss",
+            "x-foveate-budget": ",".join(str(p.budget) for p in plans),
         }
-        replacements = {s.index: p.parts for s, p in zip(turn.slots, plans) if p.parts is not None}
+        info["budget"] = [p.budget for p in plans]
+        replacements: dict[int, dict[int, list[dict[str, Any]]]] = {}
+        for (k, s), p in zip(slots, plans):
+            if p.parts is not None:
+                replacements.setdefault(k, {})[s.index] = p.parts
         if not replacements:
             return raw, {**extra, **said(info, "no-saving")}
-        replace(turn, replacements)
+        for k, done in replacements.items():
+            replace(turns[k], done)
         return json.dumps(body, ensure_ascii=False).encode(), extra
+
+    async def fetch_pictures(
+        fetcher: Fetcher, turns: list[Turn], urls: list[tuple[int, int, str]], info: dict[str, Any]
+    ) -> None:
+        """Fetch the pictures given by a listed host's URL; each becomes a slot of its turn."""
+        got = await asyncio.gather(*(fetcher.fetch(u) for _, _, u in urls))
+        for (k, i, _), (data, media) in zip(urls, got):
+            media = media if media.startswith("image/") else "image/png"
+            turns[k].slots.append(Slot(i, base64.b64encode(data).decode("ascii"), data, media, fetched=True))
+        info["fetched"] = len(urls)
+
+    async def texture(cache: EncodeCache, slot: Slot):
+        """The slot's texture; a fetched picture that cannot be read (or is too large) is a failed fetch."""
+        if not slot.fetched:
+            return await cache.texture(slot.b64, slot.raw)
+        try:
+            return await cache.texture(slot.b64, slot.raw)
+        except (ImageError, QueryError) as exc:
+            raise FetchFailed(f"the fetched picture could not be used ({exc})") from None
 
     def said(info: dict[str, Any], reason: str) -> dict[str, str]:
         metrics.passthrough.labels(reason).inc()

@@ -17,6 +17,7 @@ from ..vlm.pictures import cut_pictures
 from ..vlm.plan import plan_for
 from ..vlm.rules.base import VlmRule
 from ..weights import Weights
+from .budget import auto_budget
 from .rewrite import Dialect
 
 #: media types sent as JPEG (a photo stays a JPEG); everything else is sent as PNG
@@ -32,21 +33,29 @@ class Planned:
     image_tokens: int
     sent_tokens: int
     pictures: int
+    budget: int  # the budget selected (``--budget auto``: the one chosen for this picture)
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
 def replan(
-    tex: Texture, question: str, rule: VlmRule, dialect: Dialect, media: str, budget: int, weights: Weights
+    tex: Texture, question: str, rule: VlmRule, dialect: Dialect, media: str, budget: int | str, weights: Weights
 ) -> Planned:
+    """``budget``: tokens to select, or ``"auto"`` (:func:`~foveate.gateway.budget.auto_budget` chooses)."""
     t0 = time.perf_counter()
     query = question[-MAX_QUERY_CHARS:]  # the end of a long turn: where the question usually is
-    sel = select(tex, query, budget, weights=weights)
-    t1 = time.perf_counter()
-    plan = plan_for(sel, rule)
-    t2 = time.perf_counter()
+    if budget == "auto":
+        chosen = auto_budget(tex, query, rule, weights)
+        budget, plan = chosen.budget, chosen.plan
+        t1 = t2 = time.perf_counter()
+    else:
+        sel = select(tex, query, int(budget), weights=weights)
+        t1 = time.perf_counter()
+        plan = plan_for(sel, rule)
+        t2 = time.perf_counter()
+    budget = int(budget)
     whole = plan.image.tokens
     if plan.fallback or plan.tokens >= whole:
-        return Planned(None, whole, whole, 1, {"select": (t1 - t0) * 1e3, "plan": (t2 - t1) * 1e3})
+        return Planned(None, whole, whole, 1, budget, {"select": (t1 - t0) * 1e3, "plan": (t2 - t1) * 1e3})
     fmt, out_media = ("jpeg", "image/jpeg") if media.lower() in JPEG else ("png", "image/png")
     pics = cut_pictures(tex.image, plan)
     n = len(plan.pictures)
@@ -56,4 +65,4 @@ def replan(
         parts += dialect.parts(picture_line(pic, i, n, plan.image_size), out_media, b64, pic.option)
     t3 = time.perf_counter()
     timings = {"select": (t1 - t0) * 1e3, "plan": (t2 - t1) * 1e3, "pictures": (t3 - t2) * 1e3}
-    return Planned(parts, whole, plan.tokens, n, timings)
+    return Planned(parts, whole, plan.tokens, n, budget, timings)

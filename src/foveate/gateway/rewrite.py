@@ -10,8 +10,10 @@ Three dialects, one per route:
 * ``anthropic`` (``POST /v1/messages``): ``messages[-k]`` with ``role: user``; ``text`` blocks, pictures
   ``{"type": "image", "source": {"type": "base64", "media_type": ..., "data": ...}}``.
 
-Only the conversation's latest user turn is looked at; a picture given by URL (``https://...``) or by file id is
-never fetched and stays as it is.  A turn whose content is a plain string has no picture.
+The conversation's latest user turn is looked at (and, with ``replan_history``, the earlier user turns too: their
+pictures are re-planned for the latest turn's question); a picture given by file id stays as it is, one given by
+``http(s)://`` URL is noted in ``Turn.urls`` (the gateway fetches it only from ``--fetch-hosts``: :mod:`.fetch`).
+A turn whose content is a plain string has no picture.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class Slot:
     b64: str
     raw: bytes
     media: str
+    fetched: bool = False  # fetched from its URL (a picture that cannot be read is then a failed fetch, not a 400)
 
 
 @dataclass
@@ -49,6 +52,7 @@ class Turn:
     question: str
     slots: list[Slot] = field(default_factory=list)
     by_url: int = 0  # pictures given by URL or file id: passed through
+    urls: list[tuple[int, str]] = field(default_factory=list)  # (index, URL) of pictures by http(s) URL
 
 
 def _decode(b64: str, where: str) -> bytes:
@@ -70,15 +74,17 @@ def _data_url(url: Any, where: str) -> tuple[str, str] | None:
     return m.group("media") or "image/png", m.group("data")
 
 
-def _latest_user(items: Any, name: str) -> dict[str, Any] | None:
+def _user_turns(items: Any, name: str) -> list[dict[str, Any]]:
+    """The user messages of ``items``, oldest first."""
     if not isinstance(items, list):
         raise BadBody(f"'{name}' must be an array of messages")
-    for item in reversed(items):
+    out = []
+    for item in items:
         if not isinstance(item, dict):
             raise BadBody(f"every item of '{name}' must be an object")
         if item.get("role") == "user":
-            return item
-    return None
+            out.append(item)
+    return out
 
 
 class Dialect:
@@ -96,12 +102,42 @@ class Dialect:
         """The parts that introduce and carry one planned picture."""
         raise NotImplementedError
 
+    def url(self, part: dict[str, Any]) -> str | None:
+        """The URL of a picture part given by URL (``None`` for a file id)."""
+        raise NotImplementedError
+
+    def users(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """The user messages of the body, oldest first."""
+        return _user_turns(body.get(self.list_key), self.list_key)
+
     def turn(self, body: dict[str, Any]) -> Turn | None:
         """The latest user turn, or ``None`` when there is none or its content is plain text.  Raises
         :class:`BadBody` for a structure the provider would refuse too."""
-        msg = _latest_user(body.get(self.list_key), self.list_key)
-        if msg is None or not isinstance(msg.get("content"), list):
+        users = self.users(body)
+        if not users or not isinstance(users[-1].get("content"), list):
             return None
+        return self._read(users[-1], "the latest user message")
+
+    def earlier(self, body: dict[str, Any]) -> list[Turn]:
+        """The user turns before the latest one whose content is a list (a plain string has no picture), oldest
+        first.  Their text is read but not used: their pictures are re-planned for the latest turn's question."""
+        users = self.users(body)[:-1]
+        return [
+            self._read(m, f"user message {i + 1}") for i, m in enumerate(users) if isinstance(m.get("content"), list)
+        ]
+
+    def question(self, body: dict[str, Any]) -> str:
+        """The latest user turn's text, whether its content is a list of parts or a plain string."""
+        users = self.users(body)
+        if not users:
+            return ""
+        content = users[-1].get("content")
+        if isinstance(content, str):
+            return content.strip()
+        turn = self.turn(body)
+        return turn.question if turn is not None else ""
+
+    def _read(self, msg: dict[str, Any], name: str) -> Turn:
         content = msg["content"]
         texts: list[str] = []
         turn = Turn(content, "")
@@ -111,15 +147,18 @@ class Dialect:
             kind = part.get("type")
             if kind in self.text_types:
                 if not isinstance(part.get("text"), str):
-                    raise BadBody(f"the text part {i} of the latest user message has no string 'text'")
+                    raise BadBody(f"the text part {i} of {name} has no string 'text'")
                 texts.append(part["text"])
                 continue
-            found = self.picture(part, f"the picture in part {i} of the latest user message")
+            found = self.picture(part, f"the picture in part {i} of {name}")
             if found is None:
                 turn.by_url += 1
+                url = self.url(part)
+                if url is not None and url.lower().startswith(("http://", "https://")):
+                    turn.urls.append((i, url))
             elif found is not False:
                 media, b64 = found  # type: ignore[misc]
-                turn.slots.append(Slot(i, b64, _decode(b64, f"the picture in part {i}"), media))
+                turn.slots.append(Slot(i, b64, _decode(b64, f"the picture in part {i} of {name}"), media))
         turn.question = "\n".join(t.strip() for t in texts if t.strip())
         return turn
 
@@ -135,6 +174,10 @@ class OpenAIChat(Dialect):
         url = spec.get("url") if isinstance(spec, dict) else spec
         return _data_url(url, where)
 
+    def url(self, part):
+        spec = part.get("image_url")
+        return spec.get("url") if isinstance(spec, dict) else spec
+
     def parts(self, line, media, b64, option):
         image_url: dict[str, Any] = {"url": f"data:{media};base64,{b64}"}
         if option is not None:
@@ -147,10 +190,10 @@ class OpenAIResponses(Dialect):
     text_types = ("input_text",)
     list_key = "input"
 
-    def turn(self, body):
-        if isinstance(body.get("input"), str):
-            return None
-        return super().turn(body)
+    def users(self, body):
+        if isinstance(body.get("input"), str):  # a plain question, no picture
+            return []
+        return super().users(body)
 
     def picture(self, part, where):
         if part.get("type") != "input_image":
@@ -158,6 +201,9 @@ class OpenAIResponses(Dialect):
         if part.get("image_url") is None:  # a file id
             return None
         return _data_url(part["image_url"], where)
+
+    def url(self, part):
+        return part.get("image_url")
 
     def parts(self, line, media, b64, option):
         return [
@@ -182,6 +228,11 @@ class AnthropicMessages(Dialect):
         if not isinstance(data, str) or not isinstance(media, str):
             raise BadBody(f"{where} needs a string 'data' and 'media_type'")
         return media, data
+
+    def url(self, part):
+        source = part["source"]
+        url = source.get("url") if source.get("type") == "url" else None
+        return url if isinstance(url, str) else None
 
     def parts(self, line, media, b64, option):
         return [

@@ -4,10 +4,12 @@ variables as ``foveate serve`` where the meaning is the same: store, preset, API
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..core.config import DEFAULT_BUDGET
@@ -22,6 +24,27 @@ def _env(name: str) -> dict:
     return {"env": name}
 
 
+def _budget(value: int | str) -> int | str:
+    """A budget of at least 1 token, or ``"auto"``."""
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text == "auto":
+            return "auto"
+        if not text.lstrip("-").isdigit():
+            raise ConfigError(f"budget must be a number of tokens or 'auto', got {value!r} (FOVEATE_BUDGET, --budget)")
+        value = int(text)
+    if isinstance(value, bool) or value < 1:
+        raise ConfigError(f"budget must be at least 1, got {value}")
+    return value
+
+
+def _is_ipv6(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).version == 6
+    except ValueError:
+        return False
+
+
 @dataclass(frozen=True)
 class GatewaySettings:
     """Everything ``foveate gateway`` can be told.  Each field's environment variable is in its metadata.
@@ -33,7 +56,8 @@ class GatewaySettings:
         host, port: where to listen.  A non-loopback host needs ``api_key`` or ``allow_public``.
         store: the texture store folder (shared with ``foveate serve`` and ``foveate encode --store``).
         preset: encode preset of the pictures (``fast``, ``default``, ``full``).
-        budget: tokens selected per picture before planning under the model's rule.
+        budget: tokens selected per picture before planning under the model's rule, or ``"auto"``: chosen per
+            picture and question (:mod:`foveate.gateway.budget`).
         workers: encode threads.
         max_body_mb: larger request bodies answer 413 in the provider's error shape.
         max_pixels: a larger picture answers 400 (checked from its header, before decoding).
@@ -44,6 +68,11 @@ class GatewaySettings:
         allow_public: without ``api_key``, serve clients at non-loopback addresses too.
         log_requests: one JSON line per request on stderr (model, tokens, timings; no content, no keys).
         torch_threads: torch threads per encode.
+        fetch_hosts: host names (exact) from which pictures given by ``http(s)://`` URL are fetched and re-planned
+            (:mod:`foveate.gateway.fetch` says under which rules); empty: no picture is ever fetched.
+        fetch_timeout: seconds a picture's fetch may take; then the request is forwarded unchanged.
+        replan_history: re-plan the pictures of earlier user turns too, for the latest turn's question (default:
+            they are forwarded as the client sent them).
     """
 
     upstream: str = field(default="", metadata=_env("FOVEATE_UPSTREAM"))
@@ -51,7 +80,7 @@ class GatewaySettings:
     port: int = field(default=8000, metadata=_env("FOVEATE_PORT"))
     store: Path = field(default_factory=default_store_dir, metadata=_env("FOVEATE_STORE"))
     preset: str = field(default="default", metadata=_env("FOVEATE_PRESET"))
-    budget: int = field(default=DEFAULT_BUDGET, metadata=_env("FOVEATE_BUDGET"))
+    budget: int | str = field(default=DEFAULT_BUDGET, metadata=_env("FOVEATE_BUDGET"))
     workers: int = field(default=2, metadata=_env("FOVEATE_WORKERS"))
     max_body_mb: float = field(default=32.0, metadata=_env("FOVEATE_MAX_BODY_MB"))
     max_pixels: int = field(default=25_000_000, metadata=_env("FOVEATE_MAX_PIXELS"))
@@ -61,6 +90,9 @@ class GatewaySettings:
     allow_public: bool = field(default=False, metadata=_env("FOVEATE_ALLOW_PUBLIC"))
     log_requests: bool = field(default=False, metadata=_env("FOVEATE_LOG_REQUESTS"))
     torch_threads: int = field(default=1, metadata=_env("FOVEATE_TORCH_THREADS"))
+    replan_history: bool = field(default=False, metadata=_env("FOVEATE_REPLAN_HISTORY"))
+    fetch_hosts: tuple[str, ...] = field(default=(), metadata=_env("FOVEATE_FETCH_HOSTS"))
+    fetch_timeout: float = field(default=10.0, metadata=_env("FOVEATE_FETCH_TIMEOUT"))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "store", Path(self.store))
@@ -73,10 +105,17 @@ class GatewaySettings:
                 f"--upstream must be an http(s) URL such as https://api.openai.com, got {self.upstream!r}"
             )
         object.__setattr__(self, "upstream", up)
-        for name in ("port", "budget", "workers", "max_pixels", "torch_threads"):
+        object.__setattr__(self, "budget", _budget(self.budget))
+        for name in ("port", "workers", "max_pixels", "torch_threads"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
-        for name in ("max_body_mb", "cache_mb", "upstream_timeout"):
+        hosts = self.fetch_hosts.split(",") if isinstance(self.fetch_hosts, str) else self.fetch_hosts
+        hosts = tuple(h.strip().lower().strip("[]") for h in hosts if h.strip())
+        for h in hosts:
+            if any(c in h for c in "/:@ *") and not _is_ipv6(h):
+                raise ConfigError(f"--fetch-hosts takes exact host names such as images.example.com, got {h!r}")
+        object.__setattr__(self, "fetch_hosts", hosts)
+        for name in ("max_body_mb", "cache_mb", "upstream_timeout", "fetch_timeout"):
             if getattr(self, name) <= 0 and not (name == "cache_mb" and getattr(self, name) == 0):
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
         if self.api_key is not None and not self.api_key.strip():
@@ -86,12 +125,12 @@ class GatewaySettings:
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides) -> GatewaySettings:
         """Defaults, replaced by ``FOVEATE_*`` variables, replaced by ``overrides`` (CLI flags; ``None`` = unset)."""
         environ = os.environ if environ is None else environ
-        values = {}
+        values: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
             raw = environ.get(f.metadata["env"])
             if raw is None or raw == "":
                 continue
-            values[f.name] = _parse(f, raw)
+            values[f.name] = raw if f.name == "budget" else _parse(f, raw)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 
