@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -171,3 +172,15 @@ def read_header(path: str | Path) -> TextureHeader:
             f"{meta.get('config_hash')} != {out.config.hash()}); encode the image again"
         )
     return out
+
+
+def write_file(path: str | Path, data: bytes) -> Path:
+    """Write a ``.fvt`` file atomically: a temporary file beside it, then a rename (a crash leaves no partial file)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path

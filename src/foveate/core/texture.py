@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 import time
 from collections import OrderedDict
@@ -27,7 +26,7 @@ from . import ops
 from .config import EncodeConfig, replace_config
 from .device import COMPUTE_DTYPE, resolve_device, to_storage
 from .errors import ConfigError, TextureFormatError
-from .fvt import FORMAT_NAME, FORMAT_VERSION
+from .fvt import FORMAT_NAME, FORMAT_VERSION, write_file
 from .fvt import read_meta as _read_meta
 from .io import ImageLike, load_image
 
@@ -292,14 +291,7 @@ class Texture:
 
     def save(self, path: str | Path) -> Path:
         """Write a ``.fvt`` file atomically (temporary file + rename: a crash leaves no partial file)."""
-        path = Path(path)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:
-            tmp.write_bytes(self.to_bytes())
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-        return path
+        return write_file(path, self.to_bytes())
 
     @classmethod
     def load(

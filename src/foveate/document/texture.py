@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +21,7 @@ from ..channels.text.group import TEXT_LAYER_KEY
 from ..core.config import EncodeConfig, replace_config
 from ..core.device import resolve_device
 from ..core.errors import TextureFormatError, TextureKindError
-from ..core.fvt import DOCUMENT_FORMAT_NAME
+from ..core.fvt import DOCUMENT_FORMAT_NAME, write_file
 from ..core.io import DEFAULT_MAX_PIXELS
 from ..core.texture import Texture, content_hash, encode_array, texture_id
 from .load import DEFAULT_DPI, DEFAULT_MAX_PAGES, OCR, LoadedDocument, document_kind, load_document
@@ -153,14 +152,7 @@ class DocumentTexture:
 
     def save(self, path: str | Path) -> Path:
         """Write the document's ``.fvt`` file atomically (temporary file + rename)."""
-        path = Path(path)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:
-            tmp.write_bytes(self.to_bytes())
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-        return path
+        return write_file(path, self.to_bytes())
 
     @classmethod
     def load(cls, path: str | Path | bytes, device: str | torch.device | None = "cpu") -> DocumentTexture:
