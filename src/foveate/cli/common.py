@@ -242,3 +242,14 @@ def _prompt_query(text: str | None, point: list[str], neg_point: list[str], box:
 def _slug(text: str | None, i: int) -> str:
     s = re.sub(r"[^A-Za-z0-9]+", "-", (text or "prompt")).strip("-").lower()[:40] or "query"
     return f"q{i:02d}-{s}"
+
+
+def pictures_folder(output: Path, image_format: str) -> tuple[Path, str]:
+    """``OUTPUT/pictures/`` for a prompt's pictures, emptied of an earlier run's (``NN-kind.ext``), and the file
+    extension of ``image_format``."""
+    output.mkdir(parents=True, exist_ok=True)
+    pdir = output / "pictures"
+    pdir.mkdir(exist_ok=True)
+    for old in pdir.glob("[0-9][0-9]-*.*"):
+        old.unlink()
+    return pdir, "jpg" if image_format.lower() in ("jpeg", "jpg") else "png"

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..core.config import EncodeConfig, SelectConfig
 from ..query.query import Query
-from .common import Source, err, out
+from .common import Source, err, out, pictures_folder
 
 
 def is_document_source(src: Source) -> TypeGuard[Path]:
@@ -113,12 +113,7 @@ def prompt_document_cli(
     sel = select_document(doc, query, config=cfg, weights=weights, page=None if page is None else page - 1)
     req = build_document_request(doc, sel, rule, question, model=model, image_format=image_format)
     ledger = req.ledger()
-    output.mkdir(parents=True, exist_ok=True)
-    pdir = output / "pictures"
-    pdir.mkdir(exist_ok=True)
-    for old in pdir.glob("[0-9][0-9]-*.*"):
-        old.unlink()
-    ext = "jpg" if image_format.lower() in ("jpeg", "jpg") else "png"
+    pdir, ext = pictures_folder(output, image_format)
     kinds = [pic.kind for _, p in req.plan.plans for pic in p.pictures]
     for i, (arr, p, kind) in enumerate(zip(req.pictures, req.pages, kinds)):
         (pdir / f"{i:02d}-p{p + 1:03d}-{kind}.{ext}").write_bytes(encode_image(arr, ext))

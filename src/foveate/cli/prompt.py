@@ -30,6 +30,7 @@ from .common import (
     app,
     err,
     out,
+    pictures_folder,
     scale_text,
 )
 
@@ -107,12 +108,7 @@ def prompt(
         max_pictures=None if max_crops is None else max_crops + 1,
     )
     ledger = req.ledger()
-    output.mkdir(parents=True, exist_ok=True)
-    pdir = output / "pictures"
-    pdir.mkdir(exist_ok=True)
-    for old in pdir.glob("[0-9][0-9]-*.*"):
-        old.unlink()
-    ext = "jpg" if image_format.lower() in ("jpeg", "jpg") else "png"
+    pdir, ext = pictures_folder(output, image_format)
     for i, (pic, arr) in enumerate(zip(req.plan.pictures, req.pictures)):
         (pdir / f"{i:02d}-{pic.kind}.{ext}").write_bytes(encode_image(arr, ext))
     (output / "request.json").write_text(json.dumps(req.body))
