@@ -77,10 +77,7 @@ class DocumentTexture:
     @property
     def content_hash(self) -> str:
         """SHA-256 over the pages' content hashes, in order: the same pages in the same order hash the same."""
-        h = hashlib.sha256(f"document:{len(self.pages)}:".encode())
-        for p in self.pages:
-            h.update(p.content_hash.encode())
-        return h.hexdigest()
+        return document_content_hash([p.content_hash for p in self.pages])
 
     @property
     def id(self) -> str:
@@ -197,6 +194,15 @@ class DocumentTexture:
         if meta.get("id") != doc.id:
             raise TextureFormatError(f"{name}: the pages do not match the document's id (corrupt file)")
         return doc
+
+
+def document_content_hash(page_hashes: list[str]) -> str:
+    """A document's content hash from its pages' (:func:`foveate.core.texture.content_hash` of each rendered page):
+    what its id is made of, known before any page is encoded."""
+    h = hashlib.sha256(f"document:{len(page_hashes)}:".encode())
+    for ph in page_hashes:
+        h.update(ph.encode())
+    return h.hexdigest()
 
 
 def encode_pages(

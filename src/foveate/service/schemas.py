@@ -38,6 +38,10 @@ class TextureOut(BaseModel):
     content_hash: str
     bytes: int = Field(description="Size of the stored texture.")
     encode_ms: float = Field(description="Time the encode took when the texture was made.")
+    kind: Literal["image", "document"] = Field(
+        "image", description="document: a PDF or multi-page TIFF, one texture per page (width, height: page 1's)."
+    )
+    pages: int | None = Field(None, description="A document's number of pages (null for an image).")
 
 
 class QueryIn(BaseModel):
