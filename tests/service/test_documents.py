@@ -68,6 +68,20 @@ def test_document_select_and_prompt_match_the_library(server, uploaded, local_do
     assert sum(p["type"] == "image_url" for p in parts) == len(ledger["pictures"]) > 0
 
 
+def test_page_spends_the_budget_on_one_page(server, uploaded, photo_id):
+    tid = uploaded[0].json()["id"]
+    body = {"text": "total", "budget": 96, "page": 2, "boxes": [[100, 100, 900, 500]]}
+    r = httpx.post(f"{server.url}/v1/textures/{tid}/select", json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    assert {t["page"] for t in r.json()["tokens"]} == {1}  # 0-based in the selection, as the library writes it
+    r = httpx.post(f"{server.url}/v1/textures/{tid}/select", json={**body, "page": 3}, timeout=60)
+    assert r.status_code == 422 and "outside the document's 2 pages" in r.json()["detail"], r.text
+    r = httpx.post(f"{server.url}/v1/textures/{tid}/select", json={"text": "total", "boxes": body["boxes"]}, timeout=60)
+    assert r.status_code == 422 and "page" in r.json()["detail"], r.text
+    r = httpx.post(f"{server.url}/v1/textures/{photo_id}/select", json={"text": "x", "page": 1}, timeout=60)
+    assert r.status_code == 422 and "one image" in r.json()["detail"], r.text
+
+
 @pytest.mark.parametrize("route", ["overlay.png", "mosaic.png", "tokens", "crops"])
 def test_single_image_routes_refuse_a_document(server, uploaded, route):
     tid = uploaded[0].json()["id"]

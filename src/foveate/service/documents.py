@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from ..core.config import EncodeConfig
-from ..core.errors import TextureKindError
+from ..core.errors import QueryError, TextureKindError
 from ..core.texture import content_hash, texture_id
 from ..store import StoreEntry, TextureStore
 
@@ -155,10 +155,14 @@ def one_image_only(tid: str, pages: int) -> TextureKindError:
 
 
 def select_across_pages(doc: DocumentTexture, body: Any, weights: Any) -> DocumentSelection:
-    """One query (a select or prompt body) across a document's pages, with one budget."""
+    """One query (a select or prompt body) across a document's pages, with one budget (on one page: ``page``)."""
     from ..document.select import select_document
 
-    return select_document(doc, body.to_query(), body.budget, mode=body.mode, weights=weights)
+    page = getattr(body, "page", None)
+    if page is not None and page > doc.num_pages:
+        raise QueryError(f"page {page} is outside the document's {doc.num_pages} pages (1-based)")
+    page0 = None if page is None else page - 1
+    return select_document(doc, body.to_query(), body.budget, mode=body.mode, weights=weights, page=page0)
 
 
 def select_document_json(doc: DocumentTexture, body: Any, weights: Any) -> bytes:

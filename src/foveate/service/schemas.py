@@ -61,6 +61,13 @@ class QueryIn(BaseModel):
     boxes: list[tuple[float, float, float, float]] = Field(
         default_factory=list, max_length=MAX_PROMPTS, description="(x0, y0, x1, y1) pixel boxes."
     )
+    page: int | None = Field(
+        None,
+        ge=1,
+        le=100_000,
+        description="A document's id only: spend the whole budget on this page (1-based); points and boxes need it "
+        "(they are in that page's pixels).",
+    )
 
     def to_query(self) -> Query:
         return Query(

@@ -215,6 +215,8 @@ def select_stored(
     tex = stored(request, tid) if found is None else found
     if not isinstance(tex, Texture):
         raise one_image_only(tid, tex.num_pages)
+    if getattr(body, "page", None) is not None:
+        raise QueryError(f"page is for a document's id; texture {tid} is one image (leave page out)")
     sel = select(
         tex,
         body.to_query(),
@@ -307,6 +309,7 @@ def query_params(
             points=points,
             point_labels=labels,
             boxes=[_box(b) for b in box],
+            page=None,  # the GET routes render one image
             budget=budget,
             mode=mode,
             gist=gist,
