@@ -1,6 +1,6 @@
-"""``foveate select`` and ``foveate prompt`` on a PDF (made with reportlab), run as the real command: one budget
-across the pages, the schema version 2 JSON, a plan that never exceeds the whole document as pictures, and bad files
-as one error line."""
+"""``foveate encode``, ``info``, ``select`` and ``prompt`` on a PDF (made with reportlab), run as the real command:
+one document texture file or store entry, one budget across the pages, the schema version 2 JSON, a plan that never
+exceeds the whole document as pictures, and bad files as one error line."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ import json
 import pytest
 from reportlab.lib import pdfencrypt
 
+from foveate.document.texture import DocumentTexture, encode_document
+from foveate.store import TextureStore
+from foveate.store.documents import get_document
 from foveate.vlm import resolve
 
 from ..document.test_document import PAGES, _pdf, _text_page
@@ -65,3 +68,45 @@ def test_bad_documents_are_one_line(tmp_path):
     cut = tmp_path / "cut.pdf"
     cut.write_bytes(long.read_bytes()[:300])
     _one_error_line(run("select", cut, "-q", "x", "-o", tmp_path / "o"), "not a readable PDF")
+
+
+@pytest.mark.slow
+def test_encode_writes_one_document_texture_that_info_and_select_read(pdf, tmp_path):
+    fvt = tmp_path / "doc.fvt"
+    done = run("encode", pdf, "-o", fvt, "--preset", "fast")
+    assert done.returncode == 0, done.stderr[-2000:]
+    doc = DocumentTexture.load(fvt)
+    ref = encode_document(pdf, preset="fast", groups=("text",))  # the pages' content hashes do not depend on groups
+    assert doc.num_pages == 2 and [p.content_hash for p in doc.pages] == [p.content_hash for p in ref.pages]
+    assert doc.text_sources == ["text-layer"] * 2 and doc.config.preset == "fast"
+    info = run("info", fvt, "--json")
+    assert info.returncode == 0, info.stderr[-2000:]
+    meta = json.loads(info.stdout)
+    assert meta["id"] == doc.id and meta["num_pages"] == 2 and meta["kind"] == "pdf"
+    assert meta["pages"] == [{"width": 1224, "height": 1584}] * 2  # Letter at 144 dpi: 8.5 x 11 in x 144
+    text = run("info", fvt)
+    assert text.returncode == 0 and "2 pages" in text.stdout and "text-layer" in text.stdout
+    sel = run("select", fvt, "-q", "Who attended the meeting?", "-b", "96", "-o", tmp_path / "s", "--json")
+    assert sel.returncode == 0, sel.stderr[-2000:]
+    out = json.loads(sel.stdout)
+    assert out["schema_version"] == 2 and out["texture_id"] == doc.id
+    assert 0 < out["num_tokens"] <= 96 and {t["page"] for t in out["tokens"]} <= {0, 1}
+
+
+def test_encode_into_a_store_is_one_document_entry(pdf, tmp_path):
+    st = tmp_path / "store"
+    first = run("encode", pdf, "--store", st, "--preset", "fast")
+    again = run("encode", pdf, "--store", st, "--preset", "fast")
+    assert first.returncode == again.returncode == 0, (first.stderr[-2000:], again.stderr[-2000:])
+    assert "(stored;" in first.stdout.replace("\n", " ") and "stored already" in again.stdout.replace("\n", " ")
+    with TextureStore(st, create=False) as store:
+        ids = [e.id for e in store.entries()]
+        assert len(ids) == 1
+        doc = get_document(store, ids[0])
+    assert doc is not None and doc.num_pages == 2 and doc.id == ids[0]
+
+
+def test_document_misuse_is_one_line(pdf, tmp_path):
+    _one_error_line(run("info", pdf), "encode it first")
+    _one_error_line(run("encode", pdf, "-o", tmp_path / "dir", "--preset", "fast"), "one .fvt file")
+    _one_error_line(run("encode", pdf, "-o", tmp_path / "d.fvt", "--store", tmp_path / "st"), "not both")

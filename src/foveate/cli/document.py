@@ -18,11 +18,12 @@ def is_document_source(src: Source) -> TypeGuard[Path]:
     """A PDF, a multi-page TIFF, or a saved document texture (``.fvt``) -- by content, not by name only."""
     if not isinstance(src, Path) or not src.is_file():
         return False
-    from ..document.load import document_kind
-    from ..document.texture import is_document_file
+    if src.suffix == ".fvt":  # the header alone: no torch imported
+        from ..document.header import is_document_file
 
-    if src.suffix == ".fvt":
         return is_document_file(src)
+    from ..document.load import document_kind
+
     return document_kind(src) is not None
 
 
@@ -135,4 +136,65 @@ def prompt_document_cli(
         f"{doc.num_pages} pages; the whole document as pictures {ledger['document_tokens']}.  Wrote "
         f"{output / 'request.json'}, {output / 'ledger.json'}, {pdir}/",
         highlight=False,
+    )
+
+
+def encode_document_cli(
+    src: Path, config: EncodeConfig, device: str, output: Path | None, store: Path | None, workers: int = 0
+) -> None:
+    """``foveate encode doc.pdf``: the document texture into one ``.fvt`` file (``-o``, default ``<stem>.fvt``) or
+    into a texture store as one entry (``--store``)."""
+    from ..core.errors import FoveateError
+
+    if store is not None and output is not None:
+        raise FoveateError("pass either --store DIR or -o/--output, not both")
+    if output is not None and output.suffix != ".fvt":
+        raise FoveateError(f"a document is written to one .fvt file: name it with -o (got {output})")
+    doc = document_for(src, config, device)
+    what = (
+        f"{doc.num_pages} pages ({', '.join(sorted(set(doc.text_sources)))}), {doc.timings_ms['total']:.0f} ms, "
+        f"{sum(doc.nbytes().values()) / 1024:.0f} KiB"
+    )
+    if store is not None:
+        from ..store import TextureStore
+        from ..store.documents import put_document
+
+        with TextureStore(store) as st:
+            entry, created = put_document(st, doc, source=src)
+        state = "stored" if created else "stored already"
+        out.print(f"{src} -> {store} #{entry.id} ({state}; {what})", highlight=False)
+        return
+    dest = output or Path(f"{src.stem}.fvt")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    doc.save(dest)
+    out.print(f"{src} -> {dest}  ({what})", highlight=False)
+
+
+def document_info_cli(src: Path, json_out: bool) -> None:
+    """``foveate info`` on a document texture file: its pages from the header (no page is read)."""
+    from ..core.errors import TextureFormatError
+    from ..document.header import read_document_header
+
+    meta = read_document_header(src)
+    if meta is None:  # is_document_file said yes: only a truncated header gets here
+        raise TextureFormatError(f"{src}: corrupt document texture header")
+    doc: dict[str, Any] = {k: meta.get(k) for k in ("id", "kind", "dpi", "num_pages")}
+    doc["pages"], doc["text_sources"] = list(meta.get("pages") or []), list(meta.get("text_sources") or [])
+    doc["source"] = str(src)
+    doc["encode_ms"] = round(float(meta.get("timings_ms", {}).get("total", 0)), 3)
+    if json_out:
+        out.print_json(json.dumps(doc))
+        return
+    dpi = f" at {doc['dpi']:g} dpi" if doc["dpi"] else ""
+    out.print(
+        f"[bold]{src}[/]  document ({doc['kind']}{dpi}), {doc['num_pages']} pages, id {doc['id']}; encode "
+        f"{doc['encode_ms']:.0f} ms",
+        highlight=False,
+    )
+    table = Table("page", "width", "height", "text", box=None)
+    for i, (size, source) in enumerate(zip(doc["pages"], doc["text_sources"]), 1):
+        table.add_row(str(i), str(size["width"]), str(size["height"]), source)
+    out.print(table)
+    out.print(
+        "a page's channels and levels: foveate.DocumentTexture.load(path).pages[i]", highlight=False, markup=False
     )

@@ -112,6 +112,11 @@ def encode(
         encode_with_ray(ray, images, output, config, workers, batch_size)
         return
     out_path = Path(output) if output is not None else None
+    from .document import encode_document_cli, is_document_source
+
+    doc_src = Path(images[0])
+    if len(images) == 1 and doc_src.suffix != ".fvt" and is_document_source(doc_src):  # one texture, pages inside
+        return encode_document_cli(doc_src, config, device, out_path, store)
     if store is not None:
         if out_path is not None:
             raise FoveateError("pass either --store DIR or -o/--output, not both")
@@ -307,6 +312,12 @@ def info(
     """Show a texture's channels, levels, memory and encode timings."""
     path = _resolve_input(source)
     tex: TextureHeader | Texture
+    from .document import document_info_cli, is_document_source
+
+    if isinstance(path, Path) and is_document_source(path):
+        if path.suffix != ".fvt":
+            raise FoveateError(f"{source} is a document: encode it first (foveate encode {source} -o DOC.fvt)")
+        return document_info_cli(path, json_out)
     if isinstance(path, Path) and path.suffix == ".fvt":  # the header says it all: no tensors read, no torch imported
         from ..core.fvt import read_header
 

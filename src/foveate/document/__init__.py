@@ -10,7 +10,8 @@ __getattr__, __dir__, __all__ = lazy_exports(
     {
         **{n: ".load" for n in ("DEFAULT_DPI", "DEFAULT_MAX_PAGES", "DocumentPage", "LoadedDocument")},
         **{n: ".load" for n in ("document_kind", "load_document")},
-        **{n: ".texture" for n in ("DocumentTexture", "encode_document", "is_document_file")},
+        **{n: ".texture" for n in ("DocumentTexture", "encode_document")},
+        "is_document_file": ".header",
         **{n: ".select" for n in ("DocumentSelection", "select_document")},
     },
 )

@@ -21,13 +21,11 @@ from ..channels.text.group import TEXT_LAYER_KEY
 from ..core.config import EncodeConfig, replace_config
 from ..core.device import resolve_device
 from ..core.errors import TextureFormatError, TextureKindError
-from ..core.fvt import DOCUMENT_FORMAT_NAME, write_file
+from ..core.fvt import write_file
 from ..core.io import DEFAULT_MAX_PIXELS
 from ..core.texture import Texture, content_hash, encode_array, texture_id
+from .header import DOCUMENT_FORMAT, DOCUMENT_FORMAT_VERSION, document_meta
 from .load import DEFAULT_DPI, DEFAULT_MAX_PAGES, OCR, LoadedDocument, document_kind, load_document
-
-DOCUMENT_FORMAT = DOCUMENT_FORMAT_NAME
-DOCUMENT_FORMAT_VERSION = 1
 
 
 @dataclass
@@ -79,10 +77,7 @@ class DocumentTexture:
     @property
     def content_hash(self) -> str:
         """SHA-256 over the pages' content hashes, in order: the same pages in the same order hash the same."""
-        h = hashlib.sha256(f"document:{len(self.pages)}:".encode())
-        for p in self.pages:
-            h.update(p.content_hash.encode())
-        return h.hexdigest()
+        return document_content_hash([p.content_hash for p in self.pages])
 
     @property
     def id(self) -> str:
@@ -194,41 +189,13 @@ class DocumentTexture:
         return doc
 
 
-def document_meta(data: bytes, name: str = "<bytes>") -> dict[str, Any] | None:
-    """The foveate metadata of a document texture's bytes (``None`` when they are not a document texture: a single
-    texture or something else)."""
-    if len(data) < 8:
-        return None
-    n = int.from_bytes(data[:8], "little")
-    if n <= 0 or n > len(data) - 8:
-        return None
-    try:
-        meta = json.loads(json.loads(data[8 : 8 + n])["__metadata__"]["foveate"])
-    except (ValueError, KeyError, TypeError):
-        return None
-    if not isinstance(meta, dict) or meta.get("format") != DOCUMENT_FORMAT:
-        return None
-    if meta.get("format_version") != DOCUMENT_FORMAT_VERSION:
-        raise TextureFormatError(
-            f"{name}: document texture format version {meta.get('format_version')} is not supported "
-            f"(reads {DOCUMENT_FORMAT_VERSION}); encode the document again"
-        )
-    return meta
-
-
-def is_document_file(path: str | Path) -> bool:
-    """The file at ``path`` is a document texture (reads its header only)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(8)
-            n = int.from_bytes(head, "little") if len(head) == 8 else 0
-            data = head + f.read(min(n, 1_000_000))
-    except OSError:
-        return False
-    try:
-        return document_meta(data, str(path)) is not None
-    except TextureFormatError:
-        return True
+def document_content_hash(page_hashes: list[str]) -> str:
+    """A document's content hash from its pages' (:func:`foveate.core.texture.content_hash` of each rendered page):
+    what its id is made of, known before any page is encoded."""
+    h = hashlib.sha256(f"document:{len(page_hashes)}:".encode())
+    for ph in page_hashes:
+        h.update(ph.encode())
+    return h.hexdigest()
 
 
 def encode_pages(

@@ -260,6 +260,9 @@ class Engine:
         self._inflight: dict[str, asyncio.Future] = {}
         self._load_locks: dict[str, threading.Lock] = {}
         self._load_lock = threading.Lock()
+        from .documents import Documents
+
+        self.documents = Documents(self)  # PDFs and multi-page TIFFs: one entry each, one budget across pages
         metrics.attach(self)
 
     def close(self) -> None:
@@ -330,4 +333,5 @@ class Engine:
 
     def delete(self, tid: str) -> bool:
         self.cache.discard(tid)
+        self.documents.forget(tid)
         return self.store.delete(tid)

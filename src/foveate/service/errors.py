@@ -16,6 +16,7 @@ from ..core.errors import (
     QueryError,
     StoreError,
     StoreFullError,
+    TextureKindError,
     UnsupportedInputError,
 )
 from .engine import Busy
@@ -28,6 +29,7 @@ ERROR_STATUS: tuple[tuple[type[FoveateError], int], ...] = (
     (UnsupportedInputError, 415),
     (QueryError, 422),
     (ConfigError, 422),  # includes BudgetError
+    (TextureKindError, 422),  # a document's id where the route needs one image
     (StoreFullError, 507),  # the texture alone is over the store cap: a retry cannot help
     (StoreError, 503),
     (FoveateError, 400),

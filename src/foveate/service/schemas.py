@@ -38,6 +38,10 @@ class TextureOut(BaseModel):
     content_hash: str
     bytes: int = Field(description="Size of the stored texture.")
     encode_ms: float = Field(description="Time the encode took when the texture was made.")
+    kind: Literal["image", "document"] = Field(
+        "image", description="document: a PDF or multi-page TIFF, one texture per page (width, height: page 1's)."
+    )
+    pages: int | None = Field(None, description="A document's number of pages (null for an image).")
 
 
 class QueryIn(BaseModel):
@@ -56,6 +60,13 @@ class QueryIn(BaseModel):
     )
     boxes: list[tuple[float, float, float, float]] = Field(
         default_factory=list, max_length=MAX_PROMPTS, description="(x0, y0, x1, y1) pixel boxes."
+    )
+    page: int | None = Field(
+        None,
+        ge=1,
+        le=100_000,
+        description="A document's id only: spend the whole budget on this page (1-based); points and boxes need it "
+        "(they are in that page's pixels).",
     )
 
     def to_query(self) -> Query:

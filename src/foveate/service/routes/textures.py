@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from pydantic import ValidationError
@@ -13,13 +13,14 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from ...core.config import DEFAULT_BUDGET
-from ...core.errors import ImageDecodeError, QueryError, UnsupportedInputError
+from ...core.errors import ImageDecodeError, QueryError, TextureKindError, UnsupportedInputError
 from ...core.texture import Texture
 from ...query.query import MAX_QUERY_CHARS
 from ...render import png_bytes, tokens_metadata
 from ...selection import Selection, select
 from ...store import StoreEntry
 from ...vlm.rules.registry import rules_help
+from ..documents import one_image_only, select_document_json
 from ..errors import TextureNotFound
 from ..guard import UPLOAD, body_limit
 from ..schemas import (
@@ -34,6 +35,9 @@ from ..schemas import (
     SelectionOut,
     TextureOut,
 )
+
+if TYPE_CHECKING:
+    from ...document.texture import DocumentTexture
 
 router = APIRouter(prefix="/v1/textures", tags=["textures"])
 
@@ -72,8 +76,10 @@ def _engine(request: Request):
     return request.app.state.engine
 
 
-def texture_out(entry: StoreEntry, created: bool | None = None) -> TextureOut:
+def texture_out(entry: StoreEntry, created: bool | None = None, pages: int | None = None) -> TextureOut:
     return TextureOut(
+        kind="image" if pages is None else "document",
+        pages=pages,
         id=entry.id,
         created=created,
         width=entry.width,
@@ -137,8 +143,16 @@ async def upload(request: Request, response: Response) -> TextureOut:
     --data-binary @page.png`` works) or as multipart field ``file``.  Idempotent: the id is the image content
     hash + the encode config hash, so uploading the same picture again (even in another file format) answers 200
     with the same id and encodes nothing; concurrent uploads of one picture encode it once.  Images over the pixel
-    limit answer 422."""
+    limit answer 422.  A PDF or multi-page TIFF is stored as one document (``kind: "document"``, ``pages``; at
+    most 50 pages, each within the pixel limit at 144 dpi); ``select`` and ``prompt`` on its id spend one budget
+    across its pages."""
     data, ctype = await _image_bytes(request)
+    from ..documents import is_document_upload
+
+    if is_document_upload(data):  # a PDF or multi-page TIFF: one document entry, its pages encoded once
+        entry, created, pages = await _engine(request).documents.upload(data)
+        response.status_code = 201 if created else 200
+        return texture_out(entry, created, pages)
     try:
         entry, created = await _engine(request).upload(data)
     except ImageDecodeError:
@@ -154,10 +168,11 @@ async def upload(request: Request, response: Response) -> TextureOut:
 
 @router.get("/{tid}", response_model=TextureOut, responses=ERRORS, summary="A stored texture's metadata")
 async def info(request: Request, tid: TextureId) -> TextureOut:
-    entry = _engine(request).store.entry(tid)
+    engine = _engine(request)
+    entry = engine.store.entry(tid)
     if entry is None:
         raise TextureNotFound(tid)
-    return texture_out(entry)
+    return texture_out(entry, pages=await run_in_threadpool(engine.documents.pages, tid))
 
 
 @router.delete("/{tid}", status_code=204, responses=ERRORS, summary="Remove a texture from the store")
@@ -170,13 +185,38 @@ async def delete(request: Request, tid: TextureId) -> Response:
 # -- per query ------------------------------------------------------------------------------------------------
 
 
-def select_stored(request: Request, tid: str, body: SelectIn | PromptIn, cut: bool) -> tuple[Texture, Selection]:
-    """(texture, selection) of a stored texture under the server's weights (the engine's, resolved once at start):
-    every route that selects comes here.  Blocking: runs in a worker thread."""
+def stored(request: Request, tid: str) -> Texture | DocumentTexture:
+    """The stored texture or document (memory first).  Blocking: runs in a worker thread."""
     engine = _engine(request)
-    tex = engine.texture(tid)
-    if tex is None:
+    docs = engine.documents
+    if not docs.known(tid):
+        try:
+            tex = engine.texture(tid)
+        except TextureKindError:  # a document's entry: read once, then known
+            pass
+        else:
+            if tex is None:
+                raise TextureNotFound(tid)
+            docs.mark_single(tid)
+            return tex
+    doc = docs.get(tid)
+    if doc is None:
         raise TextureNotFound(tid)
+    return doc
+
+
+def select_stored(
+    request: Request, tid: str, body: SelectIn | PromptIn, cut: bool, found: Texture | DocumentTexture | None = None
+) -> tuple[Texture, Selection]:
+    """(texture, selection) of a stored texture under the server's weights (the engine's, resolved once at start):
+    every route that selects one image comes here (a document's id: a 422 that says so); ``found``: what
+    :func:`stored` gave already.  Blocking: runs in a worker thread."""
+    engine = _engine(request)
+    tex = stored(request, tid) if found is None else found
+    if not isinstance(tex, Texture):
+        raise one_image_only(tid, tex.num_pages)
+    if getattr(body, "page", None) is not None:
+        raise QueryError(f"page is for a document's id; texture {tid} is one image (leave page out)")
     sel = select(
         tex,
         body.to_query(),
@@ -212,10 +252,17 @@ def selection_json(sel: Selection) -> bytes:
 @body_limit(SELECT_BODY_LIMIT)
 async def select_tokens(request: Request, tid: TextureId, body: SelectIn) -> Response:
     """Scores the stored texture for the query and spends the budget (no encode).  Returns the selection
-    document of ``foveate select --json`` (schema: docs/selection-schema.md)."""
-    _, sel = await run_in_threadpool(select_stored, request, tid, body, False)
+    document of ``foveate select --json`` (schema: docs/selection-schema.md); on a document's id, the schema
+    version 2 document (every token with its ``page``)."""
+
+    def work() -> bytes:
+        tex = stored(request, tid)
+        if not isinstance(tex, Texture):  # a document: one budget across its pages, schema version 2
+            return select_document_json(tex, body, _engine(request).weights)
+        return selection_json(select_stored(request, tid, body, False, tex)[1])
+
     # the bytes FastAPI would make from response_model=SelectionOut (which stays for the OpenAPI schema)
-    return Response(selection_json(sel), media_type="application/json")
+    return Response(await run_in_threadpool(work), media_type="application/json")
 
 
 _NUM = re.compile(r"[,\s]+")
@@ -262,6 +309,7 @@ def query_params(
             points=points,
             point_labels=labels,
             boxes=[_box(b) for b in box],
+            page=None,  # the GET routes render one image
             budget=budget,
             mode=mode,
             gist=gist,
