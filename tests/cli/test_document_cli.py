@@ -51,10 +51,11 @@ def test_select_writes_schema_2_and_pages(pdf, tmp_path):
     doc = json.loads(done.stdout)
     assert doc["schema_version"] == 2 and doc["pages"] == [{"width": 1224, "height": 1584}] * 2
     assert 0 < doc["num_tokens"] <= 128 and all(t["page"] in (0, 1) for t in doc["tokens"])
+    (dest,) = (tmp_path / "s").glob("q01-*")  # one layout for one query or many, as for an image
     for p in {t["page"] for t in doc["tokens"]}:
-        page = json.loads((tmp_path / "s" / f"page-{p + 1:03d}" / "selection.json").read_text())
+        page = json.loads((dest / f"page-{p + 1:03d}" / "selection.json").read_text())
         assert page["schema_version"] == 1  # a page's own outputs keep the single-image schema
-        assert (tmp_path / "s" / f"page-{p + 1:03d}" / "overlay.png").is_file()
+        assert (dest / f"page-{p + 1:03d}" / "overlay.png").is_file()
 
 
 @pytest.mark.slow

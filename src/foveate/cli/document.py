@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ..core.config import EncodeConfig, SelectConfig
 from ..query.query import Query
-from .common import Source, err, out, pictures_folder
+from .common import Source, _slug, err, out, pictures_folder
 
 
 def is_document_source(src: Source) -> TypeGuard[Path]:
@@ -71,7 +71,7 @@ def select_document_cli(
     docs = []
     for i, q in enumerate(queries, 1):
         sel = select_document(doc, q, config=cfg, weights=weights)
-        dest = output if len(queries) == 1 else output / f"q{i:02d}"
+        dest = output / _slug(q.text, i)  # one layout for one query or many, as for an image
         written = write_document_outputs(doc, sel, dest, vlm=rule, max_crops=max_crops)
         docs.append(json.loads(written["selection"].read_text()))
         pages = " ".join(f"p{p + 1}:{len(s)}" for p, s in sel.pages)
