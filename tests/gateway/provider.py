@@ -16,6 +16,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass
+from typing import Self
 
 import uvicorn
 from starlette.applications import Starlette
@@ -136,21 +137,40 @@ def _response(body: dict) -> dict:
     }
 
 
-class Provider:
-    """The stand-in provider on a free loopback port; ``received`` lists what it was sent, oldest first."""
+class _Loopback:
+    """A Starlette app served by uvicorn in a thread on a free loopback port, for a ``with`` block."""
 
-    def __init__(self) -> None:
+    def __init__(self, routes: list[Route]) -> None:
         self.port = free_port()
-        self.received: list[Received] = []
-        routes = [
-            Route("/v1/chat/completions", self.answer, methods=["POST"]),
-            Route("/v1/responses", self.answer, methods=["POST"]),
-            Route("/v1/messages", self.answer, methods=["POST"]),
-            Route("/v1/models", self.models, methods=["GET"]),
-        ]
         config = uvicorn.Config(Starlette(routes=routes), host="127.0.0.1", port=self.port, log_level="warning")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+class Provider(_Loopback):
+    """The stand-in provider on a free loopback port; ``received`` lists what it was sent, oldest first."""
+
+    def __init__(self) -> None:
+        self.received: list[Received] = []
+        super().__init__(
+            [
+                Route("/v1/chat/completions", self.answer, methods=["POST"]),
+                Route("/v1/responses", self.answer, methods=["POST"]),
+                Route("/v1/messages", self.answer, methods=["POST"]),
+                Route("/v1/models", self.models, methods=["GET"]),
+            ]
+        )
 
     @property
     def url(self) -> str:
@@ -186,17 +206,6 @@ class Provider:
             return JSONResponse(_response(body))
         return JSONResponse(_chat(body), headers={"x-request-id": "req_test"})
 
-    def __enter__(self) -> Provider:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started and time.monotonic() < deadline:
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
-
 
 def big_png() -> bytes:
     """A real picture (1400 x 1100 px of noise, stored uncompressed: 4.6 MB) over the 4 MiB limit of the gateway
@@ -212,7 +221,7 @@ def big_png() -> bytes:
     return buf.getvalue()
 
 
-class PictureHost:
+class PictureHost(_Loopback):
     """Pictures by URL on a free loopback port: ``/page.png``, ``/big.png`` (:func:`big_png`, its length declared),
     ``/big-stream.png`` (the same in chunks, no length), ``/away`` (a redirect to the same port under the name
     ``localhost``: another host), ``/here`` (a redirect to ``/page.png`` on this host), ``/text`` (no picture),
@@ -221,13 +230,8 @@ class PictureHost:
     def __init__(self, page: bytes) -> None:
         self.page = page
         self.big = big_png()
-        self.port = free_port()
         self.hits: list[str] = []
-        config = uvicorn.Config(
-            Starlette(routes=[Route("/{name:path}", self.serve)]), host="127.0.0.1", port=self.port, log_level="warning"
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        super().__init__([Route("/{name:path}", self.serve)])
 
     def url(self, path: str, host: str = "127.0.0.1") -> str:
         return f"http://{host}:{self.port}{path}"
@@ -253,14 +257,3 @@ class PictureHost:
         if path == "/slow.png":
             await asyncio.sleep(SLOW_S)
         return Response(self.page, media_type="image/png")
-
-    def __enter__(self) -> PictureHost:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started and time.monotonic() < deadline:
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)

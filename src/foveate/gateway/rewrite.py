@@ -170,9 +170,7 @@ class OpenAIChat(Dialect):
     def picture(self, part, where):
         if part.get("type") != "image_url":
             return False
-        spec = part.get("image_url")
-        url = spec.get("url") if isinstance(spec, dict) else spec
-        return _data_url(url, where)
+        return _data_url(self.url(part), where)
 
     def url(self, part):
         spec = part.get("image_url")
@@ -198,9 +196,9 @@ class OpenAIResponses(Dialect):
     def picture(self, part, where):
         if part.get("type") != "input_image":
             return False
-        if part.get("image_url") is None:  # a file id
+        if self.url(part) is None:  # a file id
             return None
-        return _data_url(part["image_url"], where)
+        return _data_url(self.url(part), where)
 
     def url(self, part):
         return part.get("image_url")
