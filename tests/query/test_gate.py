@@ -10,7 +10,7 @@ import foveate
 from foveate.channels.base import EncodeContext
 from foveate.channels.registry import run_groups
 from foveate.channels.text import gate as G
-from foveate.channels.text.ocr import run_ocr
+from foveate.channels.text.ocr import ocr_runtime, run_ocr
 from foveate.core.config import EncodeConfig
 from foveate.core.errors import ConfigError
 from foveate.synth import TextLine, render_page
@@ -103,7 +103,7 @@ def test_the_texture_says_how_its_text_was_read(page_texture, sign_picture):
     assert page_texture.extras["text"]["ocr"]["gate"]["detector"] == "full"
     assert page_texture.extras["text"]["ocr"]["gate"]["ms"] > 0
     tex = foveate.encode(sign_picture, device="cpu", options={"ocr": "always"})
-    assert tex.extras["text"]["ocr"] == {"mode": "always"}
+    assert tex.extras["text"]["ocr"] == {"mode": "always", "runtime": ocr_runtime()}
     assert [ln["text"] for ln in tex.extras["text"]["lines"]] == ["PARKING", "Level 2 exit"]
 
 

@@ -4,8 +4,9 @@ Encoding runs its image filters in OpenCV on the CPU (10-20x faster than torch c
 images); the feature texture, the scorer and the selection live on ``resolve_device(...)``.  Features are
 *stored* in ``STORAGE_DTYPE`` (half the bytes: a 40-channel 1024x1024 texture fits in < 1 MB) and *computed*
 in ``COMPUTE_DTYPE``.  Threads: :data:`REQUEST_THREADS` for a query's MiniLM pass, :func:`ocr_threads` for the
-OCR models, :func:`encode_overlap` for running the OCR beside the other channel groups, :func:`train_workers` for
-``foveate train``'s evaluation processes, :func:`eval_workers` for ``foveate eval``'s.
+OCR models (and :func:`ocr_backend` for their runtime), :func:`encode_overlap` for running the OCR beside the other
+channel groups, :func:`train_workers` for ``foveate train``'s evaluation processes, :func:`eval_workers` for
+``foveate eval``'s.
 
 torch is imported on first use (``STORAGE_DTYPE`` and ``COMPUTE_DTYPE`` are resolved lazily), so reading this
 module costs nothing.
@@ -151,6 +152,34 @@ def ocr_threads() -> int:
     fast as one when this was written (not recorded in BENCHMARKS.md), unlike a query's small MiniLM pass
     (:data:`REQUEST_THREADS`)."""
     return _env_count("FOVEATE_OCR_THREADS", cpu_cores())
+
+
+#: the OCR models' runtimes :func:`ocr_backend` chooses among
+OCR_BACKENDS = ("openvino", "onnxruntime", "cuda")
+
+
+def ocr_backend() -> str:
+    """Where the OCR models run: ``"cuda"`` (onnxruntime's CUDA provider) when onnxruntime-gpu sees a GPU, else
+    ``"openvino"`` (Intel's CPU runtime, a core dependency) when it imports, else ``"onnxruntime"`` on the CPU;
+    ``$FOVEATE_OCR_BACKEND`` forces one.  On a 2-core x86 CPU OpenVINO runs the PP-OCR text detector 3-4x as fast as
+    onnxruntime with the same output to 1e-6 (BENCHMARKS.md, "Encode against the OCR engine alone")."""
+    env = os.environ.get("FOVEATE_OCR_BACKEND", "").strip().lower()
+    if env:
+        if env not in OCR_BACKENDS:
+            raise DeviceError(f"FOVEATE_OCR_BACKEND must be one of {', '.join(OCR_BACKENDS)}, got {env!r}")
+        return env
+    try:
+        import onnxruntime
+
+        if "CUDAExecutionProvider" in onnxruntime.get_available_providers():
+            return "cuda"
+    except ImportError:
+        pass
+    try:
+        import openvino  # noqa: F401
+    except ImportError:
+        return "onnxruntime"
+    return "openvino"
 
 
 def train_workers() -> int:

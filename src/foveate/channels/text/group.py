@@ -141,7 +141,7 @@ def _text_group(ctx: EncodeContext) -> np.ndarray:
     else:
         result = ocr_result(ctx.image, ctx.config.option("ocr") or DEFAULT_OCR_MODE)
         lines, engine = result.lines, OCR_ENGINE
-        ocr = {"mode": result.mode, **({"gate": result.gate} if result.gate is not None else {})}
+        ocr = {"mode": result.mode, "runtime": result.runtime, **({"gate": result.gate} if result.gate else {})}
     t1 = time.perf_counter()
     with request_threads(ENCODE_TORCH_THREADS):
         emb = embed_texts([ln.text for ln in lines])

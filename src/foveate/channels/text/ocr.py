@@ -86,6 +86,7 @@ class OcrResult:
     lines: list[OcrLine]
     mode: str
     gate: dict[str, Any] | None = None
+    runtime: str = ""
 
 
 def engine_params(changes: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -93,27 +94,46 @@ def engine_params(changes: dict[str, Any] | None = None) -> dict[str, Any]:
 
     onnxruntime runs on :func:`foveate.core.device.ocr_threads` threads and keeps its memory arena (rapidocr turns
     it off): the detector and recognizer are ~15 % faster for the memory their largest input needed.  Batches of
-    lines are padded to :data:`REC_MIN_WIDTH` at least, not rapidocr's 320."""
-    from ...core.device import ocr_threads
+    lines are padded to :data:`REC_MIN_WIDTH` at least, not rapidocr's 320.  rapidocr's own angle classification is
+    off: :func:`_read` runs it where a page's lines are upside down."""
+    from ...core.device import ocr_backend, ocr_threads
+    from .backend import engine_changes
 
     ort = "EngineConfig.onnxruntime"
     return {
         "Global.log_level": "error",
         "Global.return_word_box": True,
+        # the angle classifier runs only on pages whose lines are upside down (:func:`_read`)
+        "Global.use_cls": False,
         f"{ort}.intra_op_num_threads": ocr_threads(),
         f"{ort}.enable_cpu_mem_arena": True,
         "Rec.rec_img_shape": [3, 48, REC_MIN_WIDTH],
+        **engine_changes(ocr_backend()),
         **(changes or {}),
     }
 
 
 @functools.lru_cache(maxsize=1)
-def ocr_engine() -> Any:
-    """The rapidocr engine with :func:`engine_params` (models load once per process; the ONNX files ship inside the
-    rapidocr wheel)."""
+def ocr_setup() -> tuple[Any, str]:
+    """The rapidocr engine with :func:`engine_params`, its models on the runtime
+    :func:`foveate.core.device.ocr_backend` names (:mod:`.backend`), and that runtime's description.  Models load
+    once per process; the float ONNX files ship inside the rapidocr wheel, the int8 recogniser inside foveate's."""
     from rapidocr import RapidOCR
 
-    return RapidOCR(params=engine_params())
+    from ...core.device import ocr_backend, ocr_threads
+    from .backend import place
+
+    return place(RapidOCR(params=engine_params()), ocr_backend(), ocr_threads())
+
+
+def ocr_engine() -> Any:
+    """The rapidocr engine of :func:`ocr_setup`."""
+    return ocr_setup()[0]
+
+
+def ocr_runtime() -> str:
+    """Where the OCR models run (:func:`foveate.channels.text.backend.place`), stored with every texture's text."""
+    return str(ocr_setup()[1])
 
 
 def _quad_to_box(quad: Any, h: int, w: int) -> tuple[int, int, int, int]:
@@ -153,6 +173,44 @@ def _lines(res: Any, h: int, w: int) -> list[OcrLine]:
     return lines
 
 
+#: lines the angle classifier looks at to decide whether a page is upside down: the widest, two classifier batches
+ORIENTATION_SAMPLE = 12
+
+
+def _upside_down(engine: Any, crops: list[np.ndarray]) -> bool:
+    """Whether the :data:`ORIENTATION_SAMPLE` widest line crops read, on average, as more likely turned 180 degrees
+    than not: then every line goes through the classifier, as with rapidocr's ``use_cls``.  (The mean probability,
+    not a count of confident votes: on a page turned over, the classifier says "180" for most lines but often below
+    its 0.9 threshold.)"""
+    widest = sorted(crops, key=lambda c: c.shape[1] / max(1, c.shape[0]), reverse=True)[:ORIENTATION_SAMPLE]
+    votes = engine._load_cls_model()(widest).cls_res or []
+    p180 = [float(score) if "180" in str(label) else 1.0 - float(score) for label, score in votes]
+    return bool(p180) and sum(p180) / len(p180) > 0.5
+
+
+def _read(engine: Any, bgr: np.ndarray) -> Any:
+    """rapidocr's pipeline (detect, crop, recognise, map back: ``RapidOCR.__call__``) with the angle classifier only
+    on a page whose lines are upside down (:func:`_upside_down`): a page the right way up -- nearly every page --
+    skips it, and with it the lines it turned wrongly at its 0.9 threshold."""
+    from rapidocr.ch_ppocr_cls import TextClsOutput
+    from rapidocr.main import RapidOCRError  # rapidocr's "nothing detected" / "nothing recognised"
+
+    ori = engine.load_img(bgr)
+    img, op_record = engine.preprocess_img(ori)
+    try:
+        crops, det_res = engine.detect_and_crop(img, op_record)
+    except RapidOCRError:
+        return None
+    cls_res = TextClsOutput()
+    if crops and _upside_down(engine, crops):
+        crops, cls_res = engine.cls_and_rotate(crops)
+    try:
+        rec_res = engine.recognize_txt(crops)
+    except RapidOCRError:
+        return None
+    return engine.build_final_output(ori, det_res, cls_res, rec_res, crops, op_record)
+
+
 def run_ocr(image: np.ndarray, mode: str = DEFAULT_OCR_MODE) -> OcrResult:
     """OCR an RGB image: the whole image (``mode="always"``), or the same when the gate finds text and nothing when
     it does not (``"auto"``; :mod:`foveate.channels.text.gate`).
@@ -167,7 +225,7 @@ def run_ocr(image: np.ndarray, mode: str = DEFAULT_OCR_MODE) -> OcrResult:
     if min(h, w) < 8:
         from .gate import GateResult
 
-        return OcrResult([], mode, GateResult("none").to_dict() if mode == "auto" else None)
+        return OcrResult([], mode, GateResult("none").to_dict() if mode == "auto" else None, ocr_runtime())
     bgr = np.ascontiguousarray(image[..., ::-1])
     engine = ocr_engine()
     gate = None
@@ -176,8 +234,8 @@ def run_ocr(image: np.ndarray, mode: str = DEFAULT_OCR_MODE) -> OcrResult:
             from .gate import gate_text
 
             gate = gate_text(engine._load_det_model(), bgr)
-        res = engine(bgr, return_word_box=True) if gate is None or gate.detector == "full" else None
-    return OcrResult(_lines(res, h, w), mode, None if gate is None else gate.to_dict())
+        res = _read(engine, bgr) if gate is None or gate.detector == "full" else None
+    return OcrResult(_lines(res, h, w), mode, None if gate is None else gate.to_dict(), ocr_runtime())
 
 
 def read_text(image: np.ndarray) -> list[OcrLine]:

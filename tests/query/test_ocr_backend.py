@@ -1,0 +1,100 @@
+"""Where the OCR models run (:mod:`foveate.channels.text.backend`): OpenVINO's detector against onnxruntime's on the
+same file, the int8 recogniser against the float one and against the printed text, the angle classifier only on a
+page turned over, and the runtime chosen in one place.  Real rapidocr models throughout."""
+
+from __future__ import annotations
+
+import json
+
+import cv2
+import numpy as np
+import pytest
+
+from foveate.channels.text import backend as B
+from foveate.channels.text import ocr as O
+from foveate.channels.text.gate import _normalise
+from foveate.core.device import ocr_backend
+from foveate.core.errors import DeviceError
+
+
+def _engine(backend: str):
+    from rapidocr import RapidOCR
+
+    return B.place(RapidOCR(params=O.engine_params()), backend, 2)
+
+
+@pytest.fixture(scope="module")
+def engines():
+    return {"openvino": _engine("openvino"), "onnxruntime": _engine("onnxruntime")}
+
+
+def _exact(lines, truth) -> int:
+    read = {ln.text for ln in lines}
+    return sum(t["text"] in read for t in truth)
+
+
+def test_openvino_runs_the_same_detector_as_onnxruntime(engines, page):
+    """Same file, same probability map (to float rounding): the detector's runtime changes its speed only."""
+    (ov, desc), (ort, _) = engines["openvino"], engines["onnxruntime"]
+    assert isinstance(ov._load_det_model().session, B.OpenVinoSession) and desc == "openvino CPU, int8 recogniser"
+    det = ort._load_det_model()
+    bgr = np.ascontiguousarray(page.image[..., ::-1])
+    x = _normalise(det.get_preprocess(), cv2.resize(bgr, (640, 832), interpolation=cv2.INTER_AREA))
+    a, b = det.session(x), ov._load_det_model().session(x)
+    assert a.shape == b.shape and float(np.abs(a - b).max()) < 1e-4
+
+
+def test_the_int8_recogniser_reads_a_page_as_the_float_one_does(engines, page):
+    """On a generated invoice (text known): the int8 recogniser reads as many lines exactly as printed as the float
+    recogniser, less one at most, and nearly all of them."""
+    bgr = np.ascontiguousarray(page.image[..., ::-1])
+    got = {}
+    for name in engines:
+        res = O._read(engines[name][0], bgr)
+        got[name] = O._lines(res, *page.image.shape[:2])
+    n = len(page.lines)
+    assert _exact(got["openvino"], page.lines) >= _exact(got["onnxruntime"], page.lines) - 1
+    assert _exact(got["openvino"], page.lines) >= 0.9 * n
+
+
+def test_the_int8_recogniser_is_used_only_beside_the_model_it_was_made_from(tmp_path, monkeypatch):
+    record = json.loads(B.REC_INT8_SOURCE.read_text())
+    (_, desc) = _engine("openvino")
+    assert desc.endswith("int8 recogniser") and record["source"].startswith("PP-OCR")
+    other = tmp_path / "rec_int8.json"
+    other.write_text(json.dumps({**record, "source_sha256": "0" * 64}))
+    monkeypatch.setattr(B, "REC_INT8_SOURCE", other)
+    engine, desc = _engine("openvino")
+    assert desc == "openvino CPU (detector), onnxruntime CPU"
+    assert not isinstance(engine._load_rec_model().session, B.OpenVinoSession)
+
+
+def test_the_angle_classifier_runs_only_on_a_page_turned_over(engines, page, monkeypatch):
+    engine = engines["openvino"][0]
+    calls = []
+    cls = engine._load_cls_model()
+    real = type(cls).__call__
+    monkeypatch.setattr(type(cls), "__call__", lambda self, imgs: calls.append(len(imgs)) or real(self, imgs))
+    bgr = np.ascontiguousarray(page.image[..., ::-1])
+    upright = O._lines(O._read(engine, bgr), *bgr.shape[:2])
+    assert len(calls) == 1 and calls[0] <= O.ORIENTATION_SAMPLE  # the sample only: no line turned
+    calls.clear()
+    turned = np.ascontiguousarray(bgr[::-1, ::-1])
+    over = O._lines(O._read(engine, turned), *bgr.shape[:2])
+    assert len(calls) == 2 and calls[1] >= len(over)  # the sample, then every line detected
+    assert _exact(over, page.lines) >= 0.9 * _exact(upright, page.lines)
+
+
+def test_the_runtime_is_chosen_in_one_place(monkeypatch):
+    monkeypatch.setenv("FOVEATE_OCR_BACKEND", "onnxruntime")
+    assert ocr_backend() == "onnxruntime"
+    monkeypatch.setenv("FOVEATE_OCR_BACKEND", "tpu")
+    with pytest.raises(DeviceError, match="FOVEATE_OCR_BACKEND must be one of"):
+        ocr_backend()
+    monkeypatch.delenv("FOVEATE_OCR_BACKEND")
+    assert ocr_backend() in ("openvino", "cuda")  # openvino is a core dependency
+    assert B.engine_changes("cuda") == {"EngineConfig.onnxruntime.use_cuda": True}
+
+
+def test_the_texture_records_where_its_text_was_read(page_texture):
+    assert page_texture.extras["text"]["ocr"]["runtime"] == O.ocr_runtime()
