@@ -98,3 +98,30 @@ def test_the_runtime_is_chosen_in_one_place(monkeypatch):
 
 def test_the_texture_records_where_its_text_was_read(page_texture):
     assert page_texture.extras["text"]["ocr"]["runtime"] == O.ocr_runtime()
+
+
+def test_the_recogniser_output_steps_are_known_for_every_width():
+    """:func:`foveate.channels.text.backend.rec_steps` (how the padded output is cut back) against the float model itself, every third width."""
+    import onnxruntime as ort
+    from rapidocr import RapidOCR
+
+    path = B.model_path(RapidOCR(params=O.engine_params()), "rec")
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    for w in range(8, 1201, 3):
+        assert sess.run(None, {"x": np.zeros((1, 3, 48, w), np.float32)})[0].shape[1] == B.rec_steps(w), w
+
+
+def test_padding_to_fewer_shapes_keeps_the_outputs(engines, page):
+    """The padded, cut-back outputs against the same model unpadded (onnxruntime): the detector's map equal away
+    from the padded edge, the recogniser's decoded lines equal."""
+    import onnxruntime as ort
+
+    engine = engines["openvino"][0]
+    det_file = B.model_path(engine, "det")
+    ref = ort.InferenceSession(str(det_file), providers=["CPUExecutionProvider"])
+    ov = B.OpenVinoSession(det_file, 2, "det")
+    bgr = np.ascontiguousarray(page.image[..., ::-1])
+    x = _normalise(engine._load_det_model().get_preprocess(), cv2.resize(bgr, (608, 800)))
+    a, b = ref.run(None, {"x": x})[0], ov(x)
+    assert a.shape == b.shape == (1, 1, 800, 608)
+    assert float(np.abs(a - b)[..., :-48, :-48].max()) < 1e-3

@@ -19,21 +19,52 @@ from typing import Any
 import numpy as np
 
 
+#: OpenVINO prepares its kernels for each new input shape on first use (2-5x that call's time: ~150 ms for a
+#: recogniser batch), so inputs are padded up to fewer shapes: widths (and the detector's heights) to multiples of
+#: this many pixels, recogniser batches to rapidocr's batch size.  The padding is what rapidocr pads with itself
+#: (zeros after normalisation: the recogniser) or the page's own edge (the detector), and the outputs are cut back.
+#: 32 px: once its shapes are met, a FUNSD page's OCR takes 0.40x a plain rapidocr pass's CPU time, against 0.44x
+#: at 64 px (more padding) and 0.61x at batches of 12 (``scripts/bench_ocr.py``, BENCHMARKS.md).
+SHAPE_STEP = 32
+
+
 class OpenVinoSession:
     """A compiled OpenVINO model with rapidocr's session interface: called with the input batch, returns the first
-    output (a copy: the runtime reuses its output buffer)."""
+    output for that batch (a copy: the runtime reuses its output buffer).
 
-    def __init__(self, model_path: str | Path, threads: int) -> None:
+    ``kind="det"``: the detector; its input padded on the bottom and right with the page's edge pixels up to
+    multiples of :data:`SHAPE_STEP`, its probability map cut back to the input's size.  ``kind="rec"``: the
+    recogniser; the batch padded with blank lines to ``batch`` and its width with zeros up to a multiple of
+    :data:`SHAPE_STEP`, its per-step output cut back to the steps of the unpadded width (:func:`rec_steps`)."""
+
+    def __init__(self, model_path: str | Path, threads: int, kind: str = "det", batch: int = 6) -> None:
         import openvino
 
         core = openvino.Core()
         config = {"INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY"}
-        self.model_path = Path(model_path)
+        self.model_path, self.kind, self.batch = Path(model_path), kind, batch
         self._request = core.compile_model(str(model_path), "CPU", config).create_infer_request()
 
-    def __call__(self, batch: np.ndarray) -> np.ndarray:
-        self._request.infer([np.ascontiguousarray(batch, dtype=np.float32)])
+    def _infer(self, x: np.ndarray) -> np.ndarray:
+        self._request.infer([np.ascontiguousarray(x, dtype=np.float32)])
         return np.array(self._request.get_output_tensor().data, copy=True)
+
+    def __call__(self, batch: np.ndarray) -> np.ndarray:
+        n, _, h, w = batch.shape
+        up = -(-w // SHAPE_STEP) * SHAPE_STEP
+        if self.kind == "rec":
+            x = np.zeros((max(n, self.batch), batch.shape[1], h, up), np.float32)
+            x[:n, :, :, :w] = batch
+            return self._infer(x)[:n, : rec_steps(w)]
+        hp = -(-h // SHAPE_STEP) * SHAPE_STEP
+        x = np.pad(batch, ((0, 0), (0, 0), (0, hp - h), (0, up - w)), mode="edge")
+        return self._infer(x)[..., :h, :w]
+
+
+def rec_steps(width: int) -> int:
+    """Output steps of the PP-OCR recogniser for an input ``width`` px wide: ``width / 8`` rounded, halves down
+    (its stride is 8 px; checked against the model over every third width from 8 to 1,200 px in the tests)."""
+    return -(-(width - 4) // 8)
 
 
 def engine_changes(backend: str) -> dict[str, Any]:
@@ -56,11 +87,12 @@ def place(engine: Any, backend: str, threads: int) -> tuple[Any, str]:
         return engine, "onnxruntime CUDA"
     if backend != "openvino":
         return engine, "onnxruntime CPU"
-    engine._load_det_model().session = OpenVinoSession(model_path(engine, "det"), threads)
+    engine._load_det_model().session = OpenVinoSession(model_path(engine, "det"), threads, "det")
     int8 = int8_recogniser(engine)
     if int8 is None:
         return engine, "openvino CPU (detector), onnxruntime CPU"
-    engine._load_rec_model().session = OpenVinoSession(int8, threads)
+    rec = engine._load_rec_model()
+    rec.session = OpenVinoSession(int8, threads, "rec", rec.rec_batch_num)
     return engine, "openvino CPU, int8 recogniser"
 
 
@@ -78,13 +110,12 @@ def model_path(engine: Any, task: str) -> Path:
     """The file of rapidocr's ``task`` model (``det``, ``rec``, ``cls``): the configured path, else its default
     model, resolved as rapidocr resolves it (the model table's file name under the models folder of its wheel)."""
     import rapidocr
-    from rapidocr.inference_engine.base import FileInfo
+    from rapidocr.inference_engine.base import FileInfo, InferSession
 
     cfg = engine.cfg[task.capitalize()]
     if cfg.get("model_path"):
         return Path(cfg.model_path)
-    loaded = {"det": engine._load_det_model, "rec": engine._load_rec_model, "cls": engine._load_cls_model}[task]()
-    info = loaded.session.get_model_url(
+    info = InferSession.get_model_url(
         FileInfo(
             engine_type=cfg.engine_type,
             ocr_version=cfg.ocr_version,
