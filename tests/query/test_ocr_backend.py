@@ -101,7 +101,8 @@ def test_the_texture_records_where_its_text_was_read(page_texture):
 
 
 def test_the_recogniser_output_steps_are_known_for_every_width():
-    """:func:`foveate.channels.text.backend.rec_steps` (how the padded output is cut back) against the float model itself, every third width."""
+    """:func:`foveate.channels.text.backend.rec_steps` (how the padded output is cut back) against the float model
+    itself, every third width."""
     import onnxruntime as ort
     from rapidocr import RapidOCR
 

@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-
 #: OpenVINO prepares its kernels for each new input shape on first use (2-5x that call's time: ~150 ms for a
 #: recogniser batch), so inputs are padded up to fewer shapes: widths (and the detector's heights) to multiples of
 #: this many pixels, recogniser batches to rapidocr's batch size.  The padding is what rapidocr pads with itself
