@@ -4,7 +4,8 @@
 Per request: read the body (under ``--max-body-mb``), find the latest user turn's pictures (:mod:`.rewrite`; with
 ``replan_history`` the earlier user turns' pictures too, all planned for the latest turn's text; pictures by URL of
 ``fetch_hosts`` fetched by :mod:`.fetch`), get each one's texture (:mod:`.cache`: memory, store or one shared
-encode), re-plan it for the turn's text under the ``model``'s rule (:mod:`.replan`), forward (:mod:`.upstream`) and
+encode; a PDF's document texture likewise), re-plan it for the turn's text under the ``model``'s rule (:mod:`.replan`;
+a PDF across its pages: :mod:`.docplan`), forward (:mod:`.upstream`) and
 relay the answer as it comes, with ``x-foveate-image-tokens``, ``x-foveate-sent-tokens``, ``x-foveate-cache`` and
 ``x-foveate-budget``.
 A request forwarded as it came (its bytes unchanged) says why in ``x-foveate-passthrough``: ``off`` (the client sent

@@ -86,6 +86,15 @@ def _data_url(url: Any, where: str) -> tuple[str, str] | None:
     return m.group("media") or "image/png", m.group("data")
 
 
+def _pdf_data_url(data: Any, where: str) -> tuple[str, str] | bool:
+    """(media, base64 text) of a PDF's data URL; ``False`` for anything else (another file type, not a data URL:
+    left alone); :class:`BadBody` for a PDF's data URL without ``;base64,``."""
+    if not isinstance(data, str) or not data[:40].lower().startswith("data:" + PDF_MEDIA):
+        return False
+    found = _data_url(data, where)
+    return found if found is not None else False
+
+
 def _user_turns(items: Any, name: str) -> list[dict[str, Any]]:
     """The user messages of ``items``, oldest first."""
     if not isinstance(items, list):
@@ -213,8 +222,7 @@ class OpenAIChat(Dialect):
             return None if spec.get("file_id") is not None else False
         if isinstance(data, str) and data.startswith(PDF_B64):  # bare base64 of a PDF
             return PDF_MEDIA, data
-        found = _data_url(data, where)
-        return found if found is not None and found[0].lower() == PDF_MEDIA else False
+        return _pdf_data_url(data, where)
 
     def parts(self, line, media, b64, option):
         image_url: dict[str, Any] = {"url": f"data:{media};base64,{b64}"}
@@ -251,8 +259,7 @@ class OpenAIResponses(Dialect):
             if isinstance(part.get("file_url"), str) and _is_pdf_name(part.get("file_url"), part.get("filename")):
                 return None
             return None if part.get("file_id") is not None else False
-        found = _data_url(data, where)
-        return found if found is not None and found[0].lower() == PDF_MEDIA else False
+        return _pdf_data_url(data, where)
 
     def document_url(self, part):
         url = part.get("file_url")
