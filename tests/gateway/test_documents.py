@@ -212,7 +212,7 @@ def test_the_same_pdf_is_encoded_once(gateway, provider, pdf):
     assert counter(gateway.url, "foveate_gateway_encodes_total") == before
 
 
-@pytest.mark.parametrize("how", ["file-id", "url", "encrypted", "citations", "text-file"])
+@pytest.mark.parametrize("how", ["file-id", "url", "encrypted", "citations", "text-file", "chat-text"])
 def test_pdfs_foveate_does_not_take_pass_byte_for_byte(gateway, provider, how):
     if how == "file-id":
         r = send(gateway, "openai-chat", "gpt-5.2", chat_file(b"", file_id="file-abc123"))
@@ -226,6 +226,9 @@ def test_pdfs_foveate_does_not_take_pass_byte_for_byte(gateway, provider, how):
     elif how == "citations":
         part = {**anthropic_document(make_pdf()), "citations": {"enabled": True}}
         r, reason = send(gateway, "anthropic", "claude-opus-4-7", part), "no-picture"
+    elif how == "chat-text":  # another file type, not even base64: left alone, never a 400
+        part = chat_file(b"", filename="notes.txt", file_data="data:text/plain,Total due: 5")
+        r, reason = send(gateway, "openai-chat", "gpt-5.2", part), "no-picture"
     else:
         data = "data:text/plain;base64," + base64.b64encode(b"Total due: 5").decode()
         part = {"type": "input_file", "filename": "notes.txt", "file_data": data}
