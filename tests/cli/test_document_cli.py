@@ -9,6 +9,7 @@ import json
 import pytest
 from reportlab.lib import pdfencrypt
 
+from foveate.document.select import select_document
 from foveate.document.texture import DocumentTexture, encode_document
 from foveate.store import TextureStore
 from foveate.store.documents import get_document
@@ -105,6 +106,18 @@ def test_encode_into_a_store_is_one_document_entry(pdf, tmp_path):
         assert len(ids) == 1
         doc = get_document(store, ids[0])
     assert doc is not None and doc.num_pages == 2 and doc.id == ids[0]
+    # the entry is read by STORE/#ID (a unique prefix will do), never encoded again
+    q = "Who attended the meeting?"
+    sel = run("select", f"{st}/#{ids[0][:12]}", "-q", q, "-b", "96", "-o", tmp_path / "s", "--json")
+    assert sel.returncode == 0, sel.stderr[-2000:]
+    got = json.loads(sel.stdout)
+    want = select_document(doc, q, 96).to_dict()  # the library on the stored document, in this process
+    assert got["schema_version"] == 2 and got["texture_id"] == doc.id
+    assert [(t["page"], t["box"]) for t in got["tokens"]] == [(t["page"], t["box"]) for t in want["tokens"]]
+    pr = run("prompt", f"{st}/#{ids[0]}", "-q", "What is the total due?", "-o", tmp_path / "p", "--json")
+    assert pr.returncode == 0, pr.stderr[-2000:]
+    assert 0 < json.loads(pr.stdout)["plan_tokens"] <= json.loads(pr.stdout)["document_tokens"]
+    _one_error_line(run("select", f"{st}/#ffff0000", "-q", q, "-o", tmp_path / "x"), "ffff0000")
 
 
 def test_document_misuse_is_one_line(pdf, tmp_path):

@@ -225,11 +225,12 @@ class PictureHost(_Loopback):
     """Pictures by URL on a free loopback port: ``/page.png``, ``/big.png`` (:func:`big_png`, its length declared),
     ``/big-stream.png`` (the same in chunks, no length), ``/away`` (a redirect to the same port under the name
     ``localhost``: another host), ``/here`` (a redirect to ``/page.png`` on this host), ``/text`` (no picture),
-    ``/slow.png`` (waits 5 s).  ``hits`` lists the paths asked for."""
+    ``/slow.png`` (waits 5 s), ``/doc.pdf`` (the bytes set in ``pdf``).  ``hits`` lists the paths asked for."""
 
     def __init__(self, page: bytes) -> None:
         self.page = page
         self.big = big_png()
+        self.pdf = b""
         self.hits: list[str] = []
         super().__init__([Route("/{name:path}", self.serve)])
 
@@ -252,6 +253,8 @@ class PictureHost(_Loopback):
             return Response(status_code=302, headers={"location": self.url("/away.png", "localhost")})
         if path == "/here":
             return Response(status_code=302, headers={"location": "/page.png"})
+        if path == "/doc.pdf":
+            return Response(self.pdf, media_type="application/pdf")
         if path == "/text":
             return Response(b"not a picture", media_type="text/plain")
         if path == "/slow.png":

@@ -4,16 +4,23 @@ process; routes that need one image, and bad PDFs, answer one-line 4xx."""
 
 from __future__ import annotations
 
+import asyncio
+import io
+
 import httpx
+import numpy as np
 import pytest
+from PIL import Image
 from reportlab.lib import pdfencrypt
 
 from foveate.core.config import EncodeConfig
 from foveate.document.select import select_document
 from foveate.document.texture import encode_document
+from foveate.selection import select
 from foveate.vlm import resolve
 
 from ..document.test_document import PAGES, _pdf, _text_page
+from .test_service import metric
 
 #: the conftest server's encode config (``--preset fast --max-pixels 4000000``)
 SERVER_CONFIG = EncodeConfig(preset="fast", max_pixels=4_000_000)
@@ -83,10 +90,32 @@ def test_page_spends_the_budget_on_one_page(server, uploaded, photo_id):
 
 
 @pytest.mark.parametrize("route", ["overlay.png", "mosaic.png", "tokens", "crops"])
-def test_single_image_routes_refuse_a_document(server, uploaded, route):
+def test_single_image_routes_render_the_page_asked_for(server, uploaded, local_doc, photo_id, route):
     tid = uploaded[0].json()["id"]
-    r = httpx.get(f"{server.url}/v1/textures/{tid}/{route}", params={"text": "total"}, timeout=60)
+    url = f"{server.url}/v1/textures/{tid}/{route}"
+    r = httpx.get(url, params={"text": "total"}, timeout=60)  # which page? the 422 names the parameter
     assert r.status_code == 422 and "document of 2 pages" in r.json()["detail"], r.text
+    assert "'page' parameter (1-based, 1-2)" in r.json()["detail"]
+    for page in (0, 3):
+        r = httpx.get(url, params={"text": "total", "page": page}, timeout=60)
+        assert r.status_code == 422, r.text
+    r = httpx.get(f"{server.url}/v1/textures/{photo_id}/{route}", params={"text": "x", "page": 1}, timeout=60)
+    assert r.status_code == 422 and "one image" in r.json()["detail"], r.text
+    r = httpx.get(url, params={"text": "total", "page": 2, "budget": 96}, timeout=60)
+    assert r.status_code == 200, r.text
+    page = local_doc.pages[1]  # page 2 (1-based) as one image, selected here by the library
+    want = select(page, "total", 96, mode="auto", gist=True, weights="default")
+    if route == "tokens":
+        from safetensors.numpy import load
+
+        got = load(r.content)
+        assert np.array_equal(got["boxes"], want.tensors()["boxes"].numpy())
+    elif route == "crops":
+        plan = r.json()
+        assert plan["image_size"] == [1224, 1584] and plan["pictures"], plan
+    else:
+        with Image.open(io.BytesIO(r.content)) as im:
+            assert im.format == "PNG" and im.width >= page.image_size[1] // 2
 
 
 def test_bad_documents_are_4xx(server):
@@ -96,3 +125,17 @@ def test_bad_documents_are_4xx(server):
     for data, status, needle in cases:
         r = httpx.post(server.url + "/v1/textures", content=data, timeout=60)
         assert r.status_code == status and needle in r.json()["detail"], r.text
+
+
+def test_concurrent_uploads_of_one_document_encode_it_once(server):
+    data = _pdf([_text_page(ls) for ls in PAGES[1:]])  # a document this server has not seen
+    before = metric(server.url, "foveate_encodes_total")
+
+    async def burst():
+        async with httpx.AsyncClient(base_url=server.url, timeout=120) as c:
+            return await asyncio.gather(*(c.post("/v1/textures", content=data) for _ in range(4)))
+
+    rs = asyncio.run(burst())
+    assert sorted(r.status_code for r in rs) == [200] * 3 + [201], [r.text for r in rs]
+    assert len({r.json()["id"] for r in rs}) == 1 and {r.json()["pages"] for r in rs} == {2}
+    assert metric(server.url, "foveate_encodes_total") == before + 1

@@ -251,3 +251,38 @@ def test_with_a_key_the_page_opens_and_sends_the_key_typed_into_it(browser, tmp_
         page.wait_for_selector("#ledger td[data-field=plan_tokens]", timeout=60_000)
         assert page.is_hidden("#error")
         page.close()
+
+
+@pytest.mark.slow
+def test_a_pdf_shows_a_page_picker_and_the_documents_ledger(browser, ui_server, tmp_path):
+    from ..document.test_document import PAGES, _pdf, _text_page
+
+    pdf = tmp_path / "doc.pdf"
+    pdf.write_bytes(_pdf([_text_page(ls) for ls in PAGES]))  # the total due is on page 2 of 3
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    page.goto(ui_server.url + "/ui")
+    page.wait_for_selector("#models option", state="attached")
+    page.fill("#model", MODEL)
+    page.fill("#question", QUESTION)
+    page.set_input_files("#file", str(pdf))
+    page.wait_for_selector("#ledger td[data-field=document_tokens]", timeout=120_000)
+    page.wait_for_selector("#results:not([aria-busy])")
+    tid = httpx.post(f"{ui_server.url}/v1/textures", content=pdf.read_bytes(), timeout=120).json()["id"]
+    sel = httpx.post(f"{ui_server.url}/v1/textures/{tid}/select", json={**QUERY, "explain": True}, timeout=60).json()
+    best = max(sel["page_selections"], key=lambda p: p["num_tokens"])["page"] + 1
+    assert best == 2 and page.is_visible("#page-pick")
+    assert page.eval_on_selector_all("#page option", "os => os.map(o => o.value)") == ["1", "2", "3"]
+    assert page.input_value("#page") == "2"  # the page with the most tokens is shown first
+    api = httpx.post(f"{ui_server.url}/v1/textures/{tid}/prompt", json={**QUERY, "model": MODEL}, timeout=60).json()
+    shown = ledger(page)
+    for field in ("plan_tokens", "document_tokens"):
+        assert n(shown[field]) == api["ledger"][field], field
+    top = sel["evidence"][0]
+    assert page.locator("#evidence li").first.text_content().startswith(f"Page {top['page'] + 1}: {top['text']}")
+    for p in (2, 1):  # the overlay is the API's for the page shown, then for the page picked by hand
+        if p == 1:
+            page.select_option("#page", "1")
+            page.wait_for_selector("#results:not([aria-busy])")
+        want = httpx.get(f"{ui_server.url}/v1/textures/{tid}/overlay.png", params={**QUERY, "page": p}, timeout=60)
+        assert want.status_code == 200 and image_sha(page, "#overlay") == hashlib.sha256(want.content).hexdigest()
+    page.close()

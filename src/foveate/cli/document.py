@@ -10,13 +10,22 @@ from typing import Any, TypeGuard
 from rich.table import Table
 
 from ..core.config import EncodeConfig, SelectConfig
+from ..core.errors import FoveateError
 from ..query.query import Query
-from .common import Source, _slug, err, out, pictures_folder
+from .common import Source, StoredRef, _slug, err, out, pictures_folder
 
 
-def is_document_source(src: Source) -> TypeGuard[Path]:
-    """A PDF, a multi-page TIFF, or a saved document texture (``.fvt``) -- by content, not by name only."""
-    if not isinstance(src, Path) or not src.is_file():
+def is_document_source(src: Source) -> TypeGuard[Path | StoredRef]:
+    """A PDF, a multi-page TIFF, a saved document texture (``.fvt``) or a document's entry in a texture store
+    (``STORE/#ID``) -- by content, not by name only."""
+    if isinstance(src, StoredRef):
+        return _stored_document_id(src)[1]
+    return isinstance(src, Path) and is_document_path(src)
+
+
+def is_document_path(src: Path) -> bool:
+    """A PDF, a multi-page TIFF, or a saved document texture (``.fvt``) file."""
+    if not src.is_file():
         return False
     if src.suffix == ".fvt":  # the header alone: no torch imported
         from ..document.header import is_document_file
@@ -27,8 +36,19 @@ def is_document_source(src: Source) -> TypeGuard[Path]:
     return document_kind(src) is not None
 
 
+def _stored_document_id(ref: StoredRef) -> tuple[str, bool]:
+    """(the full id ``ref`` names in its store, whether that entry is a document's): the blob's header decides."""
+    from ..document.header import document_meta
+    from ..store import TextureStore
+
+    with TextureStore(ref.store, create=False) as store:
+        tid = store.resolve_id(ref.id)  # none or several: a StoreError naming them
+        data = store.get_bytes(tid)
+    return tid, data is not None and document_meta(data) is not None
+
+
 def document_for(
-    src: Path,
+    src: Path | StoredRef,
     config: EncodeConfig,
     device: str,
     *,
@@ -36,10 +56,21 @@ def document_for(
     max_pages: int | None = None,
     quiet: bool = False,
 ) -> Any:
-    """Load a saved document texture, or encode the document (with a spinner on a terminal)."""
+    """Load a saved document texture or a stored one (``STORE/#ID``), or encode the document (with a spinner on a
+    terminal)."""
     from ..document.load import DEFAULT_DPI, DEFAULT_MAX_PAGES
     from ..document.texture import DocumentTexture, encode_document
 
+    if isinstance(src, StoredRef):  # a document's store entry: read, never encoded
+        from ..store import TextureStore
+        from ..store.documents import get_document
+
+        tid, _ = _stored_document_id(src)
+        with TextureStore(src.store, create=False) as store:
+            doc = get_document(store, tid, device=device)
+        if doc is None:  # dropped as corrupt when read
+            raise FoveateError(f"the document {tid} in {src.store} is corrupt and was dropped: encode it again")
+        return doc
     if src.suffix == ".fvt":
         return DocumentTexture.load(src, device=device)
     dpi, max_pages = dpi or DEFAULT_DPI, max_pages or DEFAULT_MAX_PAGES
@@ -50,7 +81,7 @@ def document_for(
 
 
 def select_document_cli(
-    src: Path,
+    src: Path | StoredRef,
     queries: list[Query],
     cfg: SelectConfig,
     weights: Any,
@@ -87,7 +118,7 @@ def select_document_cli(
 
 
 def prompt_document_cli(
-    src: Path,
+    src: Path | StoredRef,
     query: Query,
     question: str,
     cfg: SelectConfig,

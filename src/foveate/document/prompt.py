@@ -21,6 +21,7 @@ from ..core.errors import ConfigError
 from ..core.io import encode_image
 from ..vlm.models import resolve
 from ..vlm.payload import MEDIA, picture_line
+from ..vlm.picture import Picture
 from ..vlm.pictures import cut_pictures
 from ..vlm.plan import Plan, plan_for
 from ..vlm.rules import VlmRule
@@ -133,18 +134,27 @@ def build_document_request(
         raise ConfigError(f"a document's request is built for the openai, anthropic and gemini APIs, not {vrule.api}")
     plan = plan_document(selection, vrule, model=name)
     pictures, arrays, lines, pages = [], [], [], []
-    for i, p in plan.plans:
-        cut = cut_pictures(doc.pages[i].image, p)
-        for k, (pic, arr) in enumerate(zip(p.pictures, cut), 1):
-            head = f"Page {i + 1} of {doc.num_pages}. "
-            lines.append(head + picture_line(pic, k, len(p.pictures), p.image_size))
-            pictures.append(pic)
-            arrays.append(arr)
-            pages.append(i)
+    for i, pic, arr, line in document_pictures(doc, plan):
+        lines.append(line)
+        pictures.append(pic)
+        arrays.append(arr)
+        pages.append(i)
     q = question if question is not None else (selection.query.text or "Describe what you see.")
     encoded = [_b64(encode_image(a, fmt)) for a in arrays]
     body = vrule.body(name, lines, pictures, encoded, MEDIA[fmt], q)
     return DocumentRequest(body, plan, arrays, lines, pages, q, vrule.api, name)
+
+
+def document_pictures(doc: DocumentTexture, plan: DocumentPlan) -> list[tuple[int, Picture, np.ndarray, str]]:
+    """(page, picture, its RGB array, its line) for every picture of ``plan``, in page order; each line is ``Page i
+    of N.`` and the line :func:`foveate.vlm.build_request` would give the picture."""
+    out = []
+    for i, p in plan.plans:
+        cut = cut_pictures(doc.pages[i].image, p)
+        for k, (pic, arr) in enumerate(zip(p.pictures, cut), 1):
+            line = f"Page {i + 1} of {doc.num_pages}. " + picture_line(pic, k, len(p.pictures), p.image_size)
+            out.append((i, pic, arr, line))
+    return out
 
 
 def _b64(data: bytes) -> str:

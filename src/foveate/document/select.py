@@ -61,6 +61,7 @@ class DocumentSelection:
     patch_size: int
     timings_ms: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    explain: bool = False  # ``to_dict`` carries each page's evidence (with its page)
 
     def __len__(self) -> int:
         return sum(len(s) for _, s in self.pages)
@@ -117,6 +118,7 @@ class DocumentSelection:
             ],
             "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
             "notes": list(self.notes),
+            **({"evidence": [{"page": i, **e} for i, s in self.pages for e in s.evidence]} if self.explain else {}),
             "tokens": tokens,
         }
 
@@ -201,6 +203,7 @@ def select_document(
     max_focus: int = DEFAULT_MAX_FOCUS,
     gist: int = 0,
     page: int | None = None,
+    explain: bool = False,
     **overrides: Any,
 ) -> DocumentSelection:
     """Pick tokens for one query across a document's pages with one budget.
@@ -211,6 +214,8 @@ def select_document(
         share, max_focus: which pages share the budget (see the module's docstring).
         gist: tokens for each other page (0: nothing).
         page: spend the whole budget on this page (0-based): the caller knows where to look.
+        explain: keep each focus page's evidence (:func:`foveate.select`'s ``explain``); ``to_dict`` lists it with
+            its page.
     """
     if not isinstance(doc, DocumentTexture):
         raise QueryError(f"select_document needs a DocumentTexture, got {type(doc).__name__}")
@@ -240,7 +245,7 @@ def select_document(
         if i in gists:  # a gist: the page resized uniformly
             sel = select(doc.pages[i], q, gists[i], config=cfg, mode="uniform", scorer=scorers[i])
         else:
-            sel = select(doc.pages[i], q, shares[i], config=cfg, scorer=scorers[i])
+            sel = select(doc.pages[i], q, shares[i], config=cfg, scorer=scorers[i], explain=explain)
         pages.append((i, sel))
         notes.extend(f"page {i + 1}: {n}" for n in sel.notes)  # 1-based, as people count pages
     t2 = time.perf_counter()
@@ -255,4 +260,5 @@ def select_document(
         doc.patch_size,
         {"rank": (t1 - t0) * 1000.0, "select": (t2 - t1) * 1000.0, "total": (t2 - t0) * 1000.0},
         notes,
+        explain,
     )

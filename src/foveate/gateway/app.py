@@ -4,7 +4,8 @@
 Per request: read the body (under ``--max-body-mb``), find the latest user turn's pictures (:mod:`.rewrite`; with
 ``replan_history`` the earlier user turns' pictures too, all planned for the latest turn's text; pictures by URL of
 ``fetch_hosts`` fetched by :mod:`.fetch`), get each one's texture (:mod:`.cache`: memory, store or one shared
-encode), re-plan it for the turn's text under the ``model``'s rule (:mod:`.replan`), forward (:mod:`.upstream`) and
+encode; a PDF's document texture likewise), re-plan it for the turn's text under the ``model``'s rule (:mod:`.replan`;
+a PDF across its pages: :mod:`.docplan`), forward (:mod:`.upstream`) and
 relay the answer as it comes, with ``x-foveate-image-tokens``, ``x-foveate-sent-tokens``, ``x-foveate-cache`` and
 ``x-foveate-budget``.
 A request forwarded as it came (its bytes unchanged) says why in ``x-foveate-passthrough``: ``off`` (the client sent
@@ -28,11 +29,12 @@ from starlette.responses import Response, StreamingResponse
 
 from .. import __version__
 from ..core.config import EncodeConfig
-from ..core.errors import ImageError, ImageTooLargeError, QueryError
+from ..core.errors import DocumentEncryptedError, DocumentTooLongError, ImageError, ImageTooLargeError, QueryError
 from ..store import TextureStore
 from ..vlm.models import ModelError, model_rule
 from ..weights import load_weights
 from .cache import EncodeCache
+from .docplan import replan_document
 from .errors import GatewayGuard, error_response
 from .fetch import Fetcher, FetchFailed
 from .metrics import GatewayMetrics
@@ -52,6 +54,15 @@ ROUTES = {
 
 class TooLarge(Exception):
     pass
+
+
+class Unsupported(Exception):
+    """A PDF foveate does not take (password-protected, over the page cap, a page over the pixel limit): the request
+    goes on as it came, with ``x-foveate-passthrough: error`` (the provider decides)."""
+
+
+#: what makes a PDF :class:`Unsupported` rather than a client's mistake
+UNSUPPORTED_DOCUMENT = (DocumentEncryptedError, DocumentTooLongError, ImageTooLargeError)
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -155,7 +166,7 @@ def create_app(upstream: str | None = None, settings: GatewaySettings | None = N
             except ImageTooLargeError as exc:
                 return finish(info, t0, error_response(path, 413, f"a picture is too large: {exc}"))
             except (ImageError, QueryError) as exc:
-                return finish(info, t0, error_response(path, 400, f"a picture could not be read: {exc}"))
+                return finish(info, t0, error_response(path, 400, f"a picture or PDF could not be read: {exc}"))
             except Exception as exc:  # foveate's own failure (a full store, a bug): the request goes on as it came
                 log.error("re-planning failed, forwarding the request unchanged: %s", type(exc).__name__, exc_info=exc)
                 out, extra = raw, said(info, "error")
@@ -220,9 +231,14 @@ def create_app(upstream: str | None = None, settings: GatewaySettings | None = N
         except FetchFailed as exc:
             log.info("a picture's fetch failed, forwarding the request unchanged: %s", exc)
             return raw, said(info, "fetch-failed")
+        except Unsupported as exc:
+            log.info("a document foveate does not take, forwarding the request unchanged: %s", exc)
+            return raw, said(info, "error")
         plans = await asyncio.gather(
             *(
-                cache.run(replan, e.texture, question, rule, dialect, s.media, settings.budget, weights)
+                cache.run(replan_document, e.texture, question, rule, dialect, settings.budget, weights)
+                if s.document
+                else cache.run(replan, e.texture, question, rule, dialect, s.media, settings.budget, weights)
                 for e, (_, s) in zip(found, slots)
             )
         )
@@ -258,18 +274,24 @@ def create_app(upstream: str | None = None, settings: GatewaySettings | None = N
         """Fetch the pictures given by a listed host's URL; each becomes a slot of its turn."""
         got = await asyncio.gather(*(fetcher.fetch(u) for _, _, u in urls))
         for (k, i, _), (data, media) in zip(urls, got):
-            media = media if media.startswith("image/") else "image/png"
-            turns[k].slots.append(Slot(i, base64.b64encode(data).decode("ascii"), data, media, fetched=True))
+            doc = data.startswith(b"%PDF-")
+            media = "application/pdf" if doc else media if media.startswith("image/") else "image/png"
+            b64 = base64.b64encode(data).decode("ascii")
+            turns[k].slots.append(Slot(i, b64, data, media, fetched=True, document=doc))
         info["fetched"] = len(urls)
 
     async def texture(cache: EncodeCache, slot: Slot):
-        """The slot's texture; a fetched picture that cannot be read (or is too large) is a failed fetch."""
-        if not slot.fetched:
-            return await cache.texture(slot.b64, slot.raw)
+        """The slot's texture (a PDF's document texture); a fetched picture or PDF that cannot be read (or is too
+        large) is a failed fetch; a PDF foveate does not take is :class:`Unsupported`."""
+        get = cache.document if slot.document else cache.texture
         try:
-            return await cache.texture(slot.b64, slot.raw)
+            return await get(slot.b64, slot.raw)
         except (ImageError, QueryError) as exc:
-            raise FetchFailed(f"the fetched picture could not be used ({exc})") from None
+            if slot.fetched:
+                raise FetchFailed(f"the fetched picture could not be used ({exc})") from None
+            if slot.document and isinstance(exc, UNSUPPORTED_DOCUMENT):
+                raise Unsupported(str(exc)) from None
+            raise
 
     def said(info: dict[str, Any], reason: str) -> dict[str, str]:
         metrics.passthrough.labels(reason).inc()

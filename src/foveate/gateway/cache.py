@@ -7,6 +7,10 @@
 * in memory (:class:`~foveate.service.engine.TextureCache`, least recently used dropped first), then in the store;
 * single flight: concurrent requests on a picture being encoded wait for that one encode.
 
+A PDF (:meth:`EncodeCache.document`) is cached the same way: by its bytes, then by content (its id is made of its
+rendered pages' content hashes, :func:`foveate.document.texture.document_content_hash`), in a small memory LRU of
+documents (by count), then in the store as one document entry, else rendered and encoded once.
+
 The decode and the encode run in a thread pool, never on the event loop.
 """
 
@@ -27,18 +31,24 @@ import torch
 from ..core.config import EncodeConfig
 from ..core.io import load_image
 from ..core.texture import Texture, content_hash, encode_array, texture_id
+from ..document.load import DEFAULT_DPI, DEFAULT_MAX_PAGES, LoadedDocument, load_document
+from ..document.texture import DocumentTexture, document_content_hash, encode_pages
 from ..service.engine import TextureCache
 from ..store import TextureStore
+from ..store.documents import get_document, put_document
 
 #: bytes-hash -> texture id entries kept (a few hundred bytes each)
 MAX_KNOWN = 4096
+#: decoded documents kept in memory (least recently used dropped first; a document is many textures)
+MAX_DOCUMENTS = 8
 
 
 @dataclass(frozen=True)
 class Encoded:
-    """A picture's texture, and whether it was found (``hit``) or encoded for this request."""
+    """A picture's texture (a PDF's :class:`~foveate.document.DocumentTexture`), and whether it was found
+    (``hit``) or encoded for this request."""
 
-    texture: Texture
+    texture: Texture | DocumentTexture
     hit: bool
 
 
@@ -54,12 +64,15 @@ class EncodeCache:
         max_pixels: int = 25_000_000,
         torch_threads: int = 1,
         on_encode: Callable[[], object] | None = None,
+        max_pages: int = DEFAULT_MAX_PAGES,
     ) -> None:
         self.on_encode = on_encode
         self.store = store
         self.config = config
         self.max_pixels = max_pixels
         self.memory = TextureCache(cache_bytes)
+        self.documents: OrderedDict[str, DocumentTexture] = OrderedDict()
+        self.max_pages = max_pages
         self.executor = ThreadPoolExecutor(
             workers, thread_name_prefix="foveate-gateway", initializer=torch.set_num_threads, initargs=(torch_threads,)
         )
@@ -121,18 +134,76 @@ class EncodeCache:
         rgb, chash = await self.run(self._decode, raw)
         tid = texture_id(chash, self.config)
         self._remember(key, tid)
+        return await self._once(tid, self._lookup, self._encode, rgb, chash, tid)
+
+    async def document(self, b64: str, raw: bytes) -> Encoded:
+        """The :class:`DocumentTexture` of the PDF ``raw`` (decoded bytes of the base64 text ``b64``): rendered at
+        the default dpi under the page cap.  Raises ``DocumentError`` subclasses (corrupt, encrypted, empty, too many
+        pages) and ``ImageTooLargeError`` (a page over ``max_pixels``)."""
+        key = "document:" + hashlib.sha256(b64.encode("ascii", "replace")).hexdigest()
+        with self._known_lock:
+            tid = self._known.get(key)
+        if tid is not None and tid not in self._inflight:
+            with self._known_lock:
+                doc = self.documents.get(tid)
+            if doc is not None:
+                return Encoded(doc, True)
+        loaded, chash = await self.run(self._render, raw)
+        tid = texture_id(chash, self.config)
+        self._remember(key, tid)
+        return await self._once(tid, self._lookup_document, self._encode_document, loaded, tid)
+
+    async def _once(self, tid: str, lookup, encode, *args) -> Encoded:
+        """The texture ``tid`` from memory or the store (``lookup``), else from the one ``encode(*args)`` that every
+        request asking for ``tid`` meanwhile waits on."""
         task = self._inflight.get(tid)
         if task is None:
-            tex = await self.run(self._lookup, tid)
+            tex = await self.run(lookup, tid)
             if tex is not None:
                 return Encoded(tex, True)
             task = self._inflight.get(tid)  # another request may have started it meanwhile
         if task is None:
-            task = asyncio.ensure_future(self.run(self._encode, rgb, chash, tid))
+            task = asyncio.ensure_future(self.run(encode, *args))
             self._inflight[tid] = task
             task.add_done_callback(lambda _t: self._inflight.pop(tid, None))
             task.add_done_callback(_retrieve)
         return Encoded(await asyncio.shield(task), False)
+
+    # -- documents ----------------------------------------------------------------------------------------------
+    def _render(self, data: bytes) -> tuple[LoadedDocument, str]:
+        """PDF bytes -> (rendered pages, the document's content hash).  Blocking."""
+        loaded = load_document(data, dpi=DEFAULT_DPI, max_pages=self.max_pages, max_pixels=self.max_pixels)
+        return loaded, document_content_hash([content_hash(p.image) for p in loaded.pages])
+
+    def _keep_document(self, tid: str, doc: DocumentTexture) -> None:
+        with self._known_lock:
+            self.documents[tid] = doc
+            self.documents.move_to_end(tid)
+            while len(self.documents) > MAX_DOCUMENTS:
+                self.documents.popitem(last=False)
+
+    def _lookup_document(self, tid: str) -> DocumentTexture | None:
+        """Memory, else the store (then kept in memory).  Blocking."""
+        with self._known_lock:
+            doc = self.documents.get(tid)
+            if doc is not None:
+                self.documents.move_to_end(tid)
+                return doc
+        doc = get_document(self.store, tid)
+        if doc is not None:
+            self._keep_document(tid, doc)
+        return doc
+
+    def _encode_document(self, loaded: LoadedDocument, tid: str) -> DocumentTexture:
+        t0 = time.perf_counter()
+        doc = encode_pages(loaded, self.config, torch.device("cpu"))
+        put_document(self.store, doc)
+        self._keep_document(tid, doc)
+        self.encodes += 1
+        self.encode_seconds += time.perf_counter() - t0
+        if self.on_encode is not None:
+            self.on_encode()
+        return doc
 
 
 def _retrieve(task: asyncio.Future) -> None:

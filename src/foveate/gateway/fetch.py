@@ -150,7 +150,7 @@ class Fetcher:
             request = self.client.build_request(
                 "GET",
                 f"{target.scheme}://{where}:{target.port}{target.path}",
-                headers={"host": host_header, "accept": "image/*"},
+                headers={"host": host_header, "accept": "image/*, application/pdf"},
                 extensions={"sni_hostname": target.host} if target.scheme == "https" else {},
             )
             try:

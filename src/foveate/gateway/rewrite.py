@@ -10,6 +10,12 @@ Three dialects, one per route:
 * ``anthropic`` (``POST /v1/messages``): ``messages[-k]`` with ``role: user``; ``text`` blocks, pictures
   ``{"type": "image", "source": {"type": "base64", "media_type": ..., "data": ...}}``.
 
+Each also takes a PDF, re-planned as a document (its pages' pictures replace it): a chat ``{"type": "file", "file":
+{"filename": ..., "file_data": "data:application/pdf;base64,..."}}`` part, a Responses ``{"type": "input_file",
+"filename": ..., "file_data": "data:application/pdf;base64,..."}`` part, an Anthropic ``{"type": "document",
+"source": {"type": "base64", "media_type": "application/pdf", "data": ...}}`` block.  A PDF by file id stays as it is,
+one by URL is noted in ``Turn.urls`` like a picture's; any other file (plain text, a spreadsheet) is left alone.
+
 The conversation's latest user turn is looked at (and, with ``replan_history``, the earlier user turns too: their
 pictures are re-planned for the latest turn's question); a picture given by file id stays as it is, one given by
 ``http(s)://`` URL is noted in ``Turn.urls`` (the gateway fetches it only from ``--fetch-hosts``: :mod:`.fetch`).
@@ -25,6 +31,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import FoveateError
+
+#: the media type of the documents re-planned (other files pass as they are)
+PDF_MEDIA = "application/pdf"
+#: base64 of ``%PDF-``: a chat ``file_data`` given as bare base64 (without a data URL) that holds a PDF
+PDF_B64 = "JVBERi0"
 
 DATA_URL = re.compile(r"^data:(?P<media>[\w.+-]+/[\w.+-]+)?(?:;[^,;]*?)*;base64,(?P<data>.*)$", re.S)
 
@@ -42,6 +53,7 @@ class Slot:
     raw: bytes
     media: str
     fetched: bool = False  # fetched from its URL (a picture that cannot be read is then a failed fetch, not a 400)
+    document: bool = False  # a PDF: re-planned across its pages
 
 
 @dataclass
@@ -72,6 +84,15 @@ def _data_url(url: Any, where: str) -> tuple[str, str] | None:
     if m is None:
         raise BadBody(f"{where} is a data URL without ';base64,': send the picture base64-encoded")
     return m.group("media") or "image/png", m.group("data")
+
+
+def _pdf_data_url(data: Any, where: str) -> tuple[str, str] | bool:
+    """(media, base64 text) of a PDF's data URL; ``False`` for anything else (another file type, not a data URL:
+    left alone); :class:`BadBody` for a PDF's data URL without ``;base64,``."""
+    if not isinstance(data, str) or not data[:40].lower().startswith("data:" + PDF_MEDIA):
+        return False
+    found = _data_url(data, where)
+    return found if found is not None else False
 
 
 def _user_turns(items: Any, name: str) -> list[dict[str, Any]]:
@@ -105,6 +126,15 @@ class Dialect:
     def url(self, part: dict[str, Any]) -> str | None:
         """The URL of a picture part given by URL (``None`` for a file id)."""
         raise NotImplementedError
+
+    def document(self, part: dict[str, Any], where: str) -> tuple[str, str] | None | bool:
+        """(media, base64) of a base64 PDF part; ``None`` for a PDF by URL or file id; ``False`` for a part that is
+        no PDF."""
+        return False
+
+    def document_url(self, part: dict[str, Any]) -> str | None:
+        """The URL of a document part given by URL (``None`` for a file id)."""
+        return None
 
     def users(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         """The user messages of the body, oldest first."""
@@ -151,14 +181,19 @@ class Dialect:
                 texts.append(part["text"])
                 continue
             found = self.picture(part, f"the picture in part {i} of {name}")
+            doc = False
+            if found is False:
+                found = self.document(part, f"the document in part {i} of {name}")
+                doc = found is not False
             if found is None:
                 turn.by_url += 1
-                url = self.url(part)
+                url = self.document_url(part) if doc else self.url(part)
                 if url is not None and url.lower().startswith(("http://", "https://")):
                     turn.urls.append((i, url))
             elif found is not False:
                 media, b64 = found  # type: ignore[misc]
-                turn.slots.append(Slot(i, b64, _decode(b64, f"the picture in part {i} of {name}"), media))
+                what = "document" if doc else "picture"
+                turn.slots.append(Slot(i, b64, _decode(b64, f"the {what} in part {i} of {name}"), media, document=doc))
         turn.question = "\n".join(t.strip() for t in texts if t.strip())
         return turn
 
@@ -175,6 +210,19 @@ class OpenAIChat(Dialect):
     def url(self, part):
         spec = part.get("image_url")
         return spec.get("url") if isinstance(spec, dict) else spec
+
+    def document(self, part, where):
+        if part.get("type") != "file":
+            return False
+        spec = part.get("file")
+        if not isinstance(spec, dict):
+            raise BadBody(f"{where} has no 'file' object")
+        data = spec.get("file_data")
+        if data is None:
+            return None if spec.get("file_id") is not None else False
+        if isinstance(data, str) and data.startswith(PDF_B64):  # bare base64 of a PDF
+            return PDF_MEDIA, data
+        return _pdf_data_url(data, where)
 
     def parts(self, line, media, b64, option):
         image_url: dict[str, Any] = {"url": f"data:{media};base64,{b64}"}
@@ -202,6 +250,20 @@ class OpenAIResponses(Dialect):
 
     def url(self, part):
         return part.get("image_url")
+
+    def document(self, part, where):
+        if part.get("type") != "input_file":
+            return False
+        data = part.get("file_data")
+        if data is None:
+            if isinstance(part.get("file_url"), str) and _is_pdf_name(part.get("file_url"), part.get("filename")):
+                return None
+            return None if part.get("file_id") is not None else False
+        return _pdf_data_url(data, where)
+
+    def document_url(self, part):
+        url = part.get("file_url")
+        return url if isinstance(url, str) else None
 
     def parts(self, line, media, b64, option):
         return [
@@ -232,11 +294,37 @@ class AnthropicMessages(Dialect):
         url = source.get("url") if source.get("type") == "url" else None
         return url if isinstance(url, str) else None
 
+    def document(self, part, where):
+        if part.get("type") != "document":
+            return False
+        source = part.get("source")
+        if not isinstance(source, dict):
+            raise BadBody(f"{where} has no 'source' object")
+        citations = part.get("citations")
+        if isinstance(citations, dict) and citations.get("enabled"):
+            return False  # the answer's citations point into this block: it stays as it is
+        kind = source.get("type")
+        if kind == "base64":
+            data, media = source.get("data"), source.get("media_type")
+            if not isinstance(data, str) or not isinstance(media, str):
+                raise BadBody(f"{where} needs a string 'data' and 'media_type'")
+            return (media, data) if media.lower() == PDF_MEDIA else False
+        return None if kind in ("url", "file") else False  # plain text or content blocks: no PDF
+
+    def document_url(self, part):
+        return self.url(part)
+
     def parts(self, line, media, b64, option):
         return [
             {"type": "text", "text": line},
             {"type": "image", "source": {"type": "base64", "media_type": media, "data": b64}},
         ]
+
+
+def _is_pdf_name(url: Any, filename: Any) -> bool:
+    """A Responses ``file_url`` that names a PDF (by the URL's path or the part's ``filename``)."""
+    names = [str(url).split("?", 1)[0].split("#", 1)[0], str(filename or "")]
+    return any(n.lower().endswith(".pdf") for n in names)
 
 
 DIALECTS: dict[str, Dialect] = {d.name: d for d in (OpenAIChat(), OpenAIResponses(), AnthropicMessages())}

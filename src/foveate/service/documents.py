@@ -4,11 +4,14 @@ entry (:func:`foveate.store.put_document`), and ``select`` / ``prompt`` on its i
 
 The upload renders the pages first (in the encode pool, as an image's decode runs there), so the document's id -- its
 pages' content hashes + the encode config -- is known before any encode: a document already stored answers 200 and
-encodes nothing.  Decoded documents are kept in a small LRU (by count: a document is many textures)."""
+encodes nothing, and concurrent uploads of one document wait for its one encode (the engine's single flight, as for
+images).  Decoded documents are kept in a small LRU (by count: a document is many textures)."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +23,7 @@ from ..core.texture import content_hash, texture_id
 from ..store import StoreEntry, TextureStore
 
 if TYPE_CHECKING:
+    from ..document.load import LoadedDocument
     from ..document.select import DocumentSelection
     from ..document.texture import DocumentTexture
     from .engine import Engine
@@ -39,25 +43,29 @@ def is_document_upload(data: bytes) -> bool:
     return document_kind(data) is not None
 
 
-def document_job(
-    data: bytes, config: EncodeConfig, store: TextureStore | str, max_pixels: int, return_doc: bool
-) -> tuple[StoreEntry, bool, int, DocumentTexture | None]:
-    """Render the pages, and encode + store them unless the document is stored; returns (entry, created, pages,
-    the document if ``return_doc`` and encoded here).  Raises ``DocumentError`` subclasses (one line each)."""
+def render_job(data: bytes, config: EncodeConfig, max_pixels: int) -> tuple[LoadedDocument, str]:
+    """Render the pages (under the page cap and the pixel limit) and name the document: (pages, its texture id --
+    the pages' content hashes + the encode config).  Raises ``DocumentError`` subclasses (one line each)."""
     from ..document.load import load_document
-    from ..document.texture import document_content_hash, encode_pages
+    from ..document.texture import document_content_hash
+
+    loaded = load_document(data, max_pages=MAX_PAGES, max_pixels=max_pixels)
+    return loaded, texture_id(document_content_hash([content_hash(p.image) for p in loaded.pages]), config)
+
+
+def encode_document_job(
+    loaded: LoadedDocument, config: EncodeConfig, store: TextureStore | str, return_doc: bool
+) -> tuple[StoreEntry, bool, DocumentTexture | None]:
+    """Encode rendered pages and store them as one document entry: (entry, created, the document if
+    ``return_doc``)."""
+    from ..document.texture import encode_pages
     from ..store.documents import put_document
     from .engine import _worker_store
 
-    loaded = load_document(data, max_pages=MAX_PAGES, max_pixels=max_pixels)
     st = _worker_store(store) if isinstance(store, str) else store
-    tid = texture_id(document_content_hash([content_hash(p.image) for p in loaded.pages]), config)
-    entry = st.entry(tid)
-    if entry is not None:
-        return entry, False, len(loaded.pages), None
     doc = encode_pages(loaded, config, torch.device("cpu"))
     entry, created = put_document(st, doc)
-    return entry, created, doc.num_pages, doc if return_doc else None
+    return entry, created, doc if return_doc else None
 
 
 class Documents:
@@ -70,19 +78,49 @@ class Documents:
         self._lock = threading.Lock()
 
     async def upload(self, data: bytes) -> tuple[StoreEntry, bool, int]:
+        """Render, and encode + store unless stored: (entry, created, pages).  Concurrent uploads of one document
+        wait for its one encode (by its id, as images do); the work runs as its own task, so a client that goes away
+        does not stop it."""
+        from .engine import _retrieve
+
+        task = asyncio.ensure_future(self._ingest(data))
+        task.add_done_callback(_retrieve)
+        return await asyncio.shield(task)
+
+    async def _ingest(self, data: bytes) -> tuple[StoreEntry, bool, int]:
+        e = self.engine
+        loaded, tid = await e.pool.run(render_job, data, e.config, e.settings.max_pixels)
+        pages = len(loaded.pages)
+        task = e._inflight.get(tid)
+        if task is None:
+            entry = e.store.entry(tid)
+            if entry is not None:
+                with self._lock:
+                    self._pages[tid] = pages
+                return entry, False, pages
+            task = asyncio.ensure_future(self._encode(tid, loaded))
+            e._inflight[tid] = task
+            task.add_done_callback(lambda _t: e._inflight.pop(tid, None))
+            mine = True
+        else:
+            e.metrics.deduplicated.inc()
+            mine = False
+        entry, created = await asyncio.shield(task)
+        return entry, created and mine, pages
+
+    async def _encode(self, tid: str, loaded: LoadedDocument) -> tuple[StoreEntry, bool]:
         e = self.engine
         threads = e.settings.pool == "thread"
         store: TextureStore | str = e.store if threads else str(e.store.path)
-        entry, created, pages, doc = await e.pool.run(
-            document_job, data, e.config, store, e.settings.max_pixels, threads
-        )
-        if created:
-            e.metrics.encodes.inc()
+        t0 = time.perf_counter()
+        entry, created, doc = await e.pool.run(encode_document_job, loaded, e.config, store, threads)
+        e.metrics.encodes.inc()
+        e.metrics.encode_seconds.observe(time.perf_counter() - t0)
         with self._lock:
-            self._pages[entry.id] = pages
+            self._pages[entry.id] = len(loaded.pages)
             if doc is not None:
                 self._keep(entry.id, doc)
-        return entry, created, pages
+        return entry, created
 
     def _keep(self, tid: str, doc: DocumentTexture) -> None:
         self._docs[tid] = doc
@@ -149,8 +187,8 @@ class Documents:
 def one_image_only(tid: str, pages: int) -> TextureKindError:
     """What a route that needs one image answers on a document's id."""
     return TextureKindError(
-        f"texture {tid} is a document of {pages} pages: POST /v1/textures/{tid}/select or /prompt spend one budget "
-        "across its pages; this route needs a single image"
+        f"texture {tid} is a document of {pages} pages: this route renders one page, give its 'page' parameter "
+        f"(1-based, 1-{pages}); POST /v1/textures/{tid}/select or /prompt spend one budget across the pages"
     )
 
 
@@ -162,7 +200,10 @@ def select_across_pages(doc: DocumentTexture, body: Any, weights: Any) -> Docume
     if page is not None and page > doc.num_pages:
         raise QueryError(f"page {page} is outside the document's {doc.num_pages} pages (1-based)")
     page0 = None if page is None else page - 1
-    return select_document(doc, body.to_query(), body.budget, mode=body.mode, weights=weights, page=page0)
+    explain = bool(getattr(body, "explain", False))
+    return select_document(
+        doc, body.to_query(), body.budget, mode=body.mode, weights=weights, page=page0, explain=explain
+    )
 
 
 def select_document_json(doc: DocumentTexture, body: Any, weights: Any) -> bytes:

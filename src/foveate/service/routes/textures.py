@@ -209,13 +209,19 @@ def select_stored(
     request: Request, tid: str, body: SelectIn | PromptIn, cut: bool, found: Texture | DocumentTexture | None = None
 ) -> tuple[Texture, Selection]:
     """(texture, selection) of a stored texture under the server's weights (the engine's, resolved once at start):
-    every route that selects one image comes here (a document's id: a 422 that says so); ``found``: what
-    :func:`stored` gave already.  Blocking: runs in a worker thread."""
+    every route that selects one image comes here; on a document's id, the page ``body.page`` (1-based) as one image
+    (without a page: a 422 that says so).  ``found``: what :func:`stored` gave already.  Blocking: runs in a worker
+    thread."""
     engine = _engine(request)
     tex = stored(request, tid) if found is None else found
-    if not isinstance(tex, Texture):
-        raise one_image_only(tid, tex.num_pages)
-    if getattr(body, "page", None) is not None:
+    page = getattr(body, "page", None)
+    if not isinstance(tex, Texture):  # a document: the page asked for (1-based), as one image
+        if page is None:
+            raise one_image_only(tid, tex.num_pages)
+        if page > tex.num_pages:
+            raise QueryError(f"page {page} is outside the document's {tex.num_pages} pages (1-based)")
+        tex = tex.pages[page - 1]
+    elif page is not None:
         raise QueryError(f"page is for a document's id; texture {tid} is one image (leave page out)")
     sel = select(
         tex,
@@ -298,6 +304,12 @@ def query_params(
     budget: int = Query(DEFAULT_BUDGET, ge=1, le=MAX_BUDGET, description="Tokens to select."),
     mode: Mode = Query("auto"),
     gist: bool = Query(True, description="topk: add the whole image at the coarsest level."),
+    page: int | None = Query(
+        None,
+        ge=1,
+        le=100_000,
+        description="A document's id only (required there): the page to render, 1-based as in the select body.",
+    ),
 ) -> SelectIn:
     """The query of a GET rendering, from URL parameters (the same fields as the select body)."""
     points = [_point(p, "point") for p in point] + [_point(p, "neg_point") for p in neg_point]
@@ -309,7 +321,7 @@ def query_params(
             points=points,
             point_labels=labels,
             boxes=[_box(b) for b in box],
-            page=None,  # the GET routes render one image
+            page=page,  # a document's page: the GET routes render one image
             budget=budget,
             mode=mode,
             gist=gist,

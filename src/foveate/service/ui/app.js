@@ -4,7 +4,8 @@
 
 const $ = (id) => document.getElementById(id);
 const num = new Intl.NumberFormat("en");
-const state = { id: null, width: 0, height: 0, seq: 0, request: null, urls: [] };
+// pages: a document's page count (null for a picture); page: the page shown (1-based); picked: chosen by hand
+const state = { id: null, width: 0, height: 0, seq: 0, request: null, urls: [], pages: null, page: 1, picked: false };
 
 // -- talking to the API ----------------------------------------------------------------------------------------
 
@@ -59,6 +60,7 @@ function query() {
 
 function params(q, model) {
   const u = new URLSearchParams({ budget: String(q.budget) });
+  if (state.pages) u.append("page", String(state.page)); // a document: the routes render one page (1-based)
   if (q.text) u.append("text", q.text);
   q.points.forEach((p, i) => u.append(q.point_labels[i] ? "point" : "neg_point", p.join(",")));
   q.boxes.forEach((b) => u.append("box", b.join(",")));
@@ -86,11 +88,15 @@ async function upload(file) {
   busy(`Encoding ${file.name}…`);
   try {
     const tex = await call("POST", "/v1/textures", file);
-    Object.assign(state, { id: tex.id, width: tex.width, height: tex.height });
+    const pages = tex.kind === "document" ? tex.pages : null;
+    Object.assign(state, { id: tex.id, width: tex.width, height: tex.height, pages, page: 1, picked: false });
     $("marks").setAttribute("viewBox", `0 0 ${tex.width} ${tex.height}`);
+    $("page").replaceChildren(...Array.from({ length: pages || 0 }, (_, i) =>
+      el("option", { value: String(i + 1), textContent: `Page ${i + 1} of ${pages}` })));
+    $("page-pick").hidden = !pages;
     busy("");
-    $("picture").textContent = `${file.name}: ${tex.width}×${tex.height} px, ` +
-      (tex.created ? `encoded in ${num.format(Math.round(tex.encode_ms))} ms` : "already stored (not encoded again)");
+    $("picture").textContent = `${file.name}: ` + (pages ? `a document of ${pages} pages` : `${tex.width}×${tex.height} px`) +
+      ", " + (tex.created ? `encoded in ${num.format(Math.round(tex.encode_ms))} ms` : "already stored (not encoded again)");
     await ask();
   } catch (err) {
     busy("");
@@ -109,13 +115,25 @@ async function ask() {
   busy("Asking…");
   $("results").setAttribute("aria-busy", "true");
   try {
-    const [sel, overlay, mosaic, crops, prompt] = await Promise.all([
-      call("POST", tid + "/select", { ...q, explain: true }),
+    // a document: one budget across its pages (points and boxes are in the shown page's pixels: that page only)
+    const body = state.pages && (q.points.length || q.boxes.length) ? { ...q, page: state.page } : q;
+    let sel = null, prompt = null;
+    if (state.pages) { // the document's selection first: it says which page to show
+      [sel, prompt] = await Promise.all([
+        call("POST", tid + "/select", { ...body, explain: true }),
+        q.text ? call("POST", tid + "/prompt", { ...body, model }) : Promise.resolve(null),
+      ]);
+      if (seq !== state.seq) return;
+      showPage(sel);
+    }
+    const [s1, overlay, mosaic, crops, p1] = await Promise.all([
+      sel || call("POST", tid + "/select", { ...q, explain: true }),
       call("GET", `${tid}/overlay.png?${params(q)}`, undefined, "blob"),
       call("GET", `${tid}/mosaic.png?${params(q)}`, undefined, "blob"),
       call("GET", `${tid}/crops?${params(q, model)}`),
-      q.text ? call("POST", tid + "/prompt", { ...q, model }) : Promise.resolve(null),
+      state.pages ? prompt : q.text ? call("POST", tid + "/prompt", { ...q, model }) : Promise.resolve(null),
     ]);
+    [sel, prompt] = [s1, p1];
     if (seq !== state.seq) return; // a newer question answered first
     showError(null);
     show(q, sel, overlay, mosaic, crops, prompt);
@@ -128,6 +146,20 @@ async function ask() {
 }
 
 // -- showing the answer -----------------------------------------------------------------------------------------
+
+// A document's selection: show the page chosen by hand, else the page with the most tokens.
+function showPage(sel) {
+  if (!state.picked && sel.page_selections.length) {
+    const best = sel.page_selections.reduce((a, b) => (b.num_tokens > a.num_tokens ? b : a));
+    state.page = best.page + 1;
+  }
+  const size = sel.pages[state.page - 1];
+  Object.assign(state, { width: size.width, height: size.height });
+  $("marks").setAttribute("viewBox", `0 0 ${size.width} ${size.height}`);
+  $("page").value = String(state.page);
+  const touched = sel.page_selections.map((p) => `${p.page + 1} (${num.format(p.num_tokens)})`);
+  $("page-note").textContent = `tokens on page ${touched.join(", page ") || "none"}`;
+}
 
 function objectUrl(blob) {
   const url = URL.createObjectURL(blob);
@@ -147,16 +179,19 @@ function show(q, sel, overlay, mosaic, crops, prompt) {
   $("overlay").src = objectUrl(overlay);
   $("mosaic").src = objectUrl(mosaic);
   const ledger = prompt ? prompt.ledger : crops;
+  const doc = Boolean(state.pages && prompt); // the document's ledger: every page it touches
+  const lines = doc ? ledger.pictures.filter((p) => p.page === state.page - 1) : ledger.pictures;
   $("pictures").replaceChildren(...crops.pictures.map((p, i) => el("div", {},
     el("img", { src: p.image, alt: `Picture ${i + 1}: ${p.kind}, ${p.sent[0]}×${p.sent[1]} px` }),
     el("p", { textContent: `${p.kind}: ${p.sent[0]}×${p.sent[1]} px sent, ${num.format(p.tokens)} tokens` +
-      (ledger.pictures[i] && ledger.pictures[i].line ? ` · “${ledger.pictures[i].line}”` : "") }))));
+      (lines[i] && lines[i].line ? ` · “${lines[i].line}”` : "") }))));
   const rows = [
     ["model", "Model", ledger.model],
     ["rule", "Token rule", ledger.rule],
     ["plan_tokens", "Tokens of the plan", num.format(ledger.plan_tokens)],
-    ["image_tokens", "Tokens of the whole picture", num.format(ledger.image_tokens)],
-    ["uniform_tokens", "Tokens of the uniform resize", num.format(ledger.uniform_tokens)],
+    ...(doc ? [["document_tokens", "Tokens of every page as a picture", num.format(ledger.document_tokens)]] : [
+      ["image_tokens", "Tokens of the whole picture", num.format(ledger.image_tokens)],
+      ["uniform_tokens", "Tokens of the uniform resize", num.format(ledger.uniform_tokens)]]),
     ["saving", "Saving", (ledger.saving * 100).toFixed(1) + " %"],
     ["pictures", "Pictures", String(ledger.pictures.length)],
     ["selected", "Selected tokens", `${num.format(sel.num_tokens)} of ${num.format(sel.budget)}`],
@@ -165,7 +200,7 @@ function show(q, sel, overlay, mosaic, crops, prompt) {
     el("tr", {}, el("th", { scope: "row", textContent: name }), el("td", { textContent: value, dataset: { field } }))));
   const evidence = (sel.evidence || []).slice(0, 8);
   $("evidence").replaceChildren(...(evidence.length ? evidence.map((e) => el("li", {
-    textContent: `${e.text}` + (e.probability !== undefined ? ` · p = ${e.probability.toFixed(2)}` :
+    textContent: (e.page !== undefined ? `Page ${e.page + 1}: ` : "") + `${e.text}` + (e.probability !== undefined ? ` · p = ${e.probability.toFixed(2)}` :
       e.value !== undefined ? ` · match ${e.value.toFixed(2)}` : "") + ` (${e.relation})`,
   })) : [el("li", { textContent: q.text ? "no text lines matched" : "no question: saliency only" })]));
   state.request = prompt ? prompt.request : null;
@@ -261,6 +296,12 @@ function init() {
   $("ask").addEventListener("submit", (ev) => { ev.preventDefault(); ask(); });
   $("budget").addEventListener("input", () => { $("budget-out").textContent = $("budget").value; });
   for (const id of ["budget", "model", "points", "boxes"]) $(id).addEventListener("change", () => state.id && ask());
+  $("page").addEventListener("change", () => {
+    Object.assign(state, { page: Number($("page").value), picked: true });
+    $("points").value = ""; // points and boxes are in one page's pixels
+    $("boxes").value = "";
+    ask();
+  });
   $("clear").addEventListener("click", () => { $("points").value = ""; $("boxes").value = ""; if (state.id) ask(); });
   $("download").addEventListener("click", download);
   setUpDrawing();
