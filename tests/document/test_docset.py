@@ -99,3 +99,15 @@ def test_a_generated_page_is_a_pdf_whose_text_layer_is_where_the_layout_put_it(k
     for q in questions:  # every answer box lies on the page
         for x0, y0, x1, y1 in q["boxes"]:
             assert 0 <= x0 < x1 <= doc.width and 0 <= y0 < y1 <= doc.height
+
+
+def test_page_profile_and_the_shipped_matrix():
+    import numpy as np
+
+    from foveate.document.pagescore import PROFILE_DIM, page_profile, profile_matrix
+
+    prof = page_profile(["TOTAL 12.50", "Thank you", "Cash 20,00", "Table 4"])
+    assert np.allclose(prof, [0.5, 0.75, np.log(4) / 5, np.mean([11, 9, 10, 7]) / 40, 1.0])
+    assert np.array_equal(page_profile([]), np.zeros(PROFILE_DIM))
+    a = profile_matrix()  # shipped with the package (scripts/fit_page_profile.py)
+    assert a is not None and a.shape == (384, PROFILE_DIM) and np.isfinite(a).all()

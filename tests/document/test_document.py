@@ -348,6 +348,8 @@ def test_page_scores_softmax_over_pages():
     theme = page_scores(with_theme, 0.0, 0.0, 4.0)
     assert np.isclose(theme.sum(), 1.0) and theme[0] > theme[1] > theme[2]
     assert np.isclose(theme[0] / theme[1], np.exp(4.0 * 0.5))  # exp of the weighted difference: a softmax
+    profiled = page_scores(np.c_[with_theme, [0.0, 0.0, 3.0]], 0.0, 0.0, 4.0)  # the profile term, weight 1
+    assert np.isclose(profiled[2] / profiled[0], np.exp(np.log(0.01 / 0.9) + 3.0 - 4.0 * 0.6))
 
 
 def test_image_entry_points_name_a_pdf_a_document():
