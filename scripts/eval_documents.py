@@ -156,7 +156,8 @@ def build(args, cache: Path):
 def fit(plan, budget: int) -> dict:
     """The page score's weights (``PAGE_LEXICAL``, ``PAGE_COSINE``, ``PAGE_THEME``) and share that put the most of
     the budget on the target page (its share of the allocation, :func:`foveate.document.select.allocate`), by grid
-    search over the documents of ``plan``; ties go to the smaller weights."""
+    search over the documents of ``plan``; ties go to the smaller weights.  Without the question-by-profile term,
+    which ``scripts/fit_page_profile.py`` fits afterwards on top of these."""
     import foveate
     from foveate.document.select import DEFAULT_MAX_FOCUS, allocate, page_features, page_scores
     from foveate.document.texture import DocumentTexture
@@ -168,7 +169,7 @@ def fit(plan, budget: int) -> dict:
             continue
         doc = DocumentTexture([tex for _, tex, _ in pages], "images")
         covers = [p.level_shapes[-1][0] * p.level_shapes[-1][1] for p in doc.pages]
-        items.append((page_features(doc, q.text, ranker), target, covers))
+        items.append((page_features(doc, q.text, ranker)[:, :4], target, covers))  # the profile term comes after
     grid = [0.0, 1.0, 2.0, 4.0, 8.0]
     results = []
     for lex, cos, theme in itertools.product(grid, grid, [0.0, 2.0, 4.0, 8.0, 16.0, 32.0]):
