@@ -343,6 +343,13 @@ def test_page_scores_softmax_over_pages():
     assert np.isclose(plain.sum(), 1.0) and np.isclose(plain[0], plain[1]) and plain[2] < 0.01
     lexical = page_scores(feats, 2.0, 0.0)  # the page whose best line matches the question's words wins the tie
     assert np.isclose(lexical.sum(), 1.0) and lexical[1] > lexical[0] > lexical[2]
+    with_theme = np.c_[feats, [0.6, 0.1, 0.0]]  # the theme column: what the page as a whole is about
+    assert np.allclose(page_scores(with_theme, 0.0, 0.0, 0.0), plain)
+    theme = page_scores(with_theme, 0.0, 0.0, 4.0)
+    assert np.isclose(theme.sum(), 1.0) and theme[0] > theme[1] > theme[2]
+    assert np.isclose(theme[0] / theme[1], np.exp(4.0 * 0.5))  # exp of the weighted difference: a softmax
+    profiled = page_scores(np.c_[with_theme, [0.0, 0.0, 3.0]], 0.0, 0.0, 4.0)  # the profile term, weight 1
+    assert np.isclose(profiled[2] / profiled[0], np.exp(np.log(0.01 / 0.9) + 3.0 - 4.0 * 0.6))
 
 
 def test_image_entry_points_name_a_pdf_a_document():

@@ -3,9 +3,11 @@
 1. Every page is scored for the query.  With the learned text term, a page's score is the log of its likeliest line's
    answer probability -- the ranker's softmax includes a "the answer is on no line" option, so these are absolute and
    the lines of all pages rank against each other -- plus its best line's lexical match and MiniLM cosine to the
-   question, weighted (``PAGE_LEXICAL``, ``PAGE_COSINE`` in :mod:`foveate.weights.defaults`, chosen on documents of
-   training-split pages); the relevance is the softmax of the scores over the pages.  Without it (no text in the
-   query, the hand-set weights, pages without text), the best tile score, as ``exp(score - the document's best)``.
+   question and the question's cosine to the page's theme (the mean of its lines' embeddings), weighted
+   (``PAGE_LEXICAL``, ``PAGE_COSINE`` in :mod:`foveate.weights.defaults`, ``PAGE_THEME`` in :mod:`.pagescore`, fitted
+   on documents of training-split pages); the relevance is the softmax of the scores over the pages.  Without it (no
+   text in the query, the hand-set weights, pages without text), the best tile score, as ``exp(score - the
+   document's best)``.
 2. The pages within ``share`` of the best page's relevance (at most ``max_focus`` of them) split the budget in
    proportion to their relevance; every other page gets a gist of ``gist`` tokens (the page resized uniformly) or
    nothing (``gist=0``, the default).
@@ -25,6 +27,7 @@ from ..core.config import SelectConfig
 from ..core.errors import BudgetError, QueryError
 from ..query.query import Query
 from ..query.scorer import Scorer, resolve_scorer
+from ..query.text.embed import embed_query
 from ..query.text.layout import text_index
 from ..query.text.match import question_scores
 from ..query.text.term import answer_probabilities
@@ -32,6 +35,7 @@ from ..selection.selection import Selection
 from ..selection.selector import resolve_select_config, score_texture, select
 from ..weights.defaults import PAGE_COSINE, PAGE_LEXICAL, PAGE_SHARE
 from ..weights.weights import WeightsSpec, load_weights
+from .pagescore import PAGE_THEME, page_profile, profile_matrix
 from .texture import DocumentTexture
 
 #: selection.json schema version of a document's selection (a single image's stays at 1)
@@ -124,25 +128,37 @@ class DocumentSelection:
 
 
 def page_features(doc: DocumentTexture, question: str, ranker: Any) -> np.ndarray | None:
-    """(num_pages, 3) float64: per page the log of its likeliest line's answer probability, its best lexical match
-    and its best MiniLM cosine to ``question`` (a page without lines: log 1e-6, 0, 0); ``None`` when no page has a
-    line.  The ranker's probabilities stay in each page's text index for the select that follows."""
+    """(num_pages, 5) float64: per page the log of its likeliest line's answer probability, its best lexical match
+    and its best MiniLM cosine to ``question``, the cosine of the question to the page's theme (the mean of its lines'
+    embeddings: what the page as a whole is about) and the question-by-profile term (:mod:`.pagescore`; 0 without a
+    fitted matrix); a page without lines: log 1e-6, 0, 0, 0, 0.  ``None`` when no page has a line.  The ranker's
+    probabilities stay in each page's text index for the select that follows."""
     rows, any_lines = [], False
+    q = embed_query(question).astype(np.float64)
+    a = profile_matrix()
+    lean = a.T @ q if a is not None else None  # (5,): how the question leans on each part of a page's profile
     for page in doc.pages:
         index = text_index(page)
         if index is None or not index.lines:
-            rows.append((math.log(1e-6), 0.0, 0.0))
+            rows.append((math.log(1e-6), 0.0, 0.0, 0.0, 0.0))
             continue
         any_lines = True
         p = answer_probabilities(index, question, ranker)
         lex, cos = question_scores(index, question)
-        rows.append((math.log(max(float(p.max()), 1e-6)), float(lex.max()), float(cos.max())))
+        theme = index.embeddings.astype(np.float64).mean(0)
+        g = float(theme @ q / max(float(np.linalg.norm(theme)), 1e-9))
+        prof = float(page_profile([ln.text for ln in index.lines]) @ lean) if lean is not None else 0.0
+        rows.append((math.log(max(float(p.max()), 1e-6)), float(lex.max()), float(cos.max()), g, prof))
     return np.asarray(rows, np.float64) if any_lines else None
 
 
-def page_scores(features: np.ndarray, lexical: float = PAGE_LEXICAL, cosine: float = PAGE_COSINE) -> np.ndarray:
-    """(num_pages,) relevance in [0, 1]: the softmax over pages of ``log p + lexical * lex + cosine * cos``."""
-    z = features @ np.array([1.0, lexical, cosine])
+def page_scores(
+    features: np.ndarray, lexical: float = PAGE_LEXICAL, cosine: float = PAGE_COSINE, theme: float = PAGE_THEME
+) -> np.ndarray:
+    """(num_pages,) relevance in [0, 1]: the softmax over pages of ``log p + lexical * lex + cosine * cos + theme *
+    the theme cosine + the profile term`` (``features`` of :func:`page_features`; fewer columns: the first terms)."""
+    w = np.array([1.0, lexical, cosine, theme, 1.0])[: features.shape[1]]
+    z = features @ w
     e = np.exp(z - z.max())
     out: np.ndarray = e / e.sum()
     return out

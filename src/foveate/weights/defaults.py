@@ -66,7 +66,8 @@ TEXT_SHARPNESS, TEXT_PAD, TEXT_FILL = 10.0, 0.25, 0.0
 TEXT_HEIGHT = 0.7
 
 #: A document's page score (:mod:`foveate.document.select`): ``log p + lexical * w_lex + cosine * w_cos`` over the
-#: page's best line (p the answer ranker's probability, the lexical match and MiniLM cosine of the question), and the
-#: share of the best page's softmax a page needs to share the budget.  Chosen on documents built from training-split
-#: pages only (``python scripts/eval_documents.py --fit``; EVAL.md, "Documents").
-PAGE_LEXICAL, PAGE_COSINE, PAGE_SHARE = 4.0, 4.0, 0.9
+#: page's best line (p the answer ranker's probability, the lexical match and MiniLM cosine of the question), plus
+#: the page theme's term (``foveate.document.pagescore.PAGE_THEME``), and the share of the best page's softmax a page
+#: needs to share the budget.  Fitted on documents of training-split pages, chosen among the best there on documents
+#: of validation-split pages (``python scripts/eval_documents.py --split train --fit``; EVAL.md, "Documents").
+PAGE_LEXICAL, PAGE_COSINE, PAGE_SHARE = 8.0, 4.0, 0.9
