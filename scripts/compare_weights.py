@@ -10,7 +10,8 @@ Reads the textures of the shipped recipe's real sets from ``--cache`` (a ``fovea
 encoded, which takes a while), splits them as ``foveate train`` does (seed 0), and scores every row with
 ``foveate.train.evaluate.records`` (floor as ``select``'s default, no prompts), next to the uniform layout.  A
 question a row cannot select for at a budget (a quadtree below its coarsest cover) is left out of every row at that
-budget, so all rows stand on the same questions.
+budget, so all rows stand on the same questions.  A second table gives, per row, set and budget, the share of the
+questions the uniform floor answered instead of a foveated selection (the fall-back rate).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def main() -> None:
 
     from foveate.core.config import EncodeConfig
     from foveate.train.data import by_split, load_pages
-    from foveate.train.evaluate import format_table, hit_table, records
+    from foveate.train.evaluate import fallback_table, format_table, hit_table, records
     from foveate.weights import load_weights
 
     rows, modes = {}, {}
@@ -53,9 +54,11 @@ def main() -> None:
     pages, _ = load_pages([Path(s) for s in SETS if Path(s).name in names], args.cache, EncodeConfig(), 0)
     if args.split != "all":
         pages = by_split(pages, args.split)
-    table = hit_table(records(pages, rows, BUDGETS, prompts=False, workers=2, modes=modes))
+    recs = records(pages, rows, BUDGETS, prompts=False, workers=2, modes=modes)
     where = "every image" if args.split == "all" else f"the {args.split} split"
-    print(format_table(table, [*rows, "uniform"], f"Hit % on {where}, the same questions"))
+    print(format_table(hit_table(recs), [*rows, "uniform"], f"Hit % on {where}, the same questions"))
+    print()
+    print(format_table(fallback_table(recs), [*rows], f"Fall-back % on {where}: questions the uniform floor answered"))
 
 
 if __name__ == "__main__":

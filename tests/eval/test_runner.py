@@ -119,3 +119,33 @@ def test_parse_select_values_and_variants():
         EvalConfig(baselines=("uniform", "psychic"))
     with pytest.raises(ConfigError):
         EvalConfig(variants=(("a", SelectConfig()), ("a", SelectConfig())))
+
+
+def test_fall_back_rate_is_recorded_and_a_fall_back_scores_as_the_uniform_layout(result):
+    """Each foveated row (foveate, query-blind) says whether the uniform floor answered; where it did, its tokens are
+    the uniform layout's, so every metric equals the uniform row's.  The summary's rate is the records' mean, and the
+    table shows it for the foveated rows only."""
+    from foveate.eval.report import summary_rows
+
+    cfg = result.config
+    for rec in result.records:
+        ms = rec["methods"]
+        for name in cfg.methods:
+            assert ("fell_back" in ms[name]) == (name in ("foveate", "query_blind")), name
+        for name in ("foveate", "query_blind"):
+            if ms[name]["fell_back"]:
+                assert {k: ms[name][k] for k in ("coverage", "legible_coverage", "hit", "tokens")} == {
+                    k: ms["uniform"][k] for k in ("coverage", "legible_coverage", "hit", "tokens")
+                }
+    s = aggregate(result.records, cfg.methods)
+    for budget, groups in s.items():
+        recs = [r for r in result.records if str(r["budget"]) == budget]
+        assert groups["all"]["foveate"]["fell_back"] == pytest.approx(
+            sum(r["methods"]["foveate"]["fell_back"] for r in recs) / len(recs)
+        )
+        assert "fell_back" not in groups["all"]["uniform"]
+    header, rows = summary_rows(result)
+    col = header.index("fall-back %")
+    by_method = {(r[0], r[1]): r[col] for r in rows}
+    assert by_method[("64", "uniform")] == "-"
+    assert by_method[("64", "foveate")] == f"{100 * s['64']['all']['foveate']['fell_back']:.1f}"

@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 
 from foveate.selection.floor import FLOOR_FEATURES, floor_margin
-from foveate.train.floor import GATE_GRID, choose_gate, fit_gate, gate_data, gated_hits
+from foveate.train.floor import (
+    GATE_GRID,
+    MARGIN_GRID,
+    calibrate_margin,
+    choose_gate,
+    fit_gate,
+    gate_data,
+    gated_hits,
+)
 
 
 def _rec(
@@ -87,3 +95,35 @@ def test_choose_gate_picks_a_setting_that_loses_nothing_held_out():
 def test_choose_gate_is_deterministic():
     recs = _corpus(seed=3)
     assert choose_gate(recs, "learned") == choose_gate(recs, "learned")
+
+
+def test_margin_calibration_takes_the_smallest_margin_that_loses_nothing_held_out():
+    """Held-out margins where foveating wins above 1 and loses below it: a margin of 1 loses no question to the
+    uniform layout, 0 loses some, larger ones give up wins."""
+    recs, held = [], []
+    for i in range(20):
+        recs.append(_rec("photos", f"c{i}", False, True))  # foveating loses, the gate is fairly sure it wins
+        held.append(0.3 + 0.03 * i)
+        recs.append(_rec("pages", f"p{i}", True, False))  # foveating wins, the gate is sure
+        held.append(1.2 + 0.1 * i)
+    margin, grid = calibrate_margin(recs, held, "learned")
+    assert margin == 1.0
+    by = {s["margin"]: s for s in grid}
+    assert [s["margin"] for s in grid] == list(MARGIN_GRID)
+    assert by[0.0]["below_uniform"] == 20 and by[1.0]["below_uniform"] == 0
+    assert by[3.0]["mean_hit"] < by[1.0]["mean_hit"]  # a margin past the wins sends them to the uniform layout
+    # the records judged at margin 1: the photos get the uniform layout, the pages stay foveated
+    cells = gated_hits({}, recs, "learned", held, margin)
+    assert cells[("photos", 64)][0] == cells[("photos", 64)][1] == 20
+    assert cells[("pages", 64)][0] == 20
+
+
+def test_choose_gate_folds_the_calibrated_margin_into_the_bias():
+    recs = _corpus()
+    weights, report = choose_gate(recs, "learned", folds=4)
+    margin = report["chosen"]["margin"]
+    assert margin in MARGIN_GRID and len(report["margin_grid"]) == len(MARGIN_GRID)
+    x, y, w = gate_data(recs, "learned", report["chosen"]["legible"], report["chosen"]["tie"])
+    assert weights["bias"] == pytest.approx(fit_gate(x, y, w)["bias"] - margin, abs=1e-5)
+    chosen = next(s for s in report["margin_grid"] if s["margin"] == margin)
+    assert chosen["below_uniform"] == min(s["below_uniform"] for s in report["margin_grid"])

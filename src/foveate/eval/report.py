@@ -36,10 +36,11 @@ def _ocr_cell(g: dict, m: str, result: EvalResult) -> str:
 
 
 def summary_rows(result: EvalResult) -> tuple[list[str], list[list[str]]]:
-    """Header and rows of the main table: per budget and method, tokens and the metrics in %."""
+    """Header and rows of the main table: per budget and method, tokens and the metrics in %, and for a foveated
+    row (foveate, a variant, query-blind) how often the uniform floor answered instead (fall-back %)."""
     summ = aggregate(result.records, result.config.methods)
     show_ocr = result.ocr["status"] != "not applicable"
-    header = ["budget", "method", "tokens", "coverage %", "legible cov. %", "hit %"]
+    header = ["budget", "method", "tokens", "coverage %", "legible cov. %", "hit %", "fall-back %"]
     if show_ocr:
         header.append("OCR answer exact / fuzzy %")
     rows = []
@@ -59,6 +60,7 @@ def summary_rows(result: EvalResult) -> tuple[list[str], list[list[str]]]:
                 _pct(s["coverage"]),
                 _pct(s["legible_coverage"]),
                 _pct(s["hit"]),
+                _pct(s.get("fell_back")),  # the uniform floor's share of a foveated row; "-" for the others
             ]
             if show_ocr:
                 row.append(_ocr_cell(g, m, result))

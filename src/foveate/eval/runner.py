@@ -309,6 +309,8 @@ def _eval_image(run: _Run, image_rel: str, qs: list[EvalQuery]) -> None:
                     break
                 t4 = time.perf_counter()
                 rec["methods"][name] = _score(Tokens.from_selection(sels[name]), q, size, cfg)
+                if c.mode != "uniform":  # did the uniform floor answer instead of a foveated selection?
+                    rec["methods"][name]["fell_back"] = sels[name].layout == "uniform"
                 t["select"] += t4 - t3
                 t["metrics"] += time.perf_counter() - t4
             if len(sels) < len(cfg_b):  # every row on the same queries: a row that cannot select drops the record
@@ -323,6 +325,8 @@ def _eval_image(run: _Run, image_rel: str, qs: list[EvalQuery]) -> None:
                     rec["methods"][name] = _score(Tokens.from_tiles(tiles, size, patch, shapes[0]), q, size, cfg)
                 else:
                     rec["methods"][name] = _score(baselines[name], q, size, cfg)
+            if "query_blind" in rec["methods"] and cfg_b["foveate"].mode != "uniform":
+                rec["methods"]["query_blind"]["fell_back"] = blind.layout == "uniform"
             if "uniform" in rec["methods"]:
                 rec["methods"]["uniform"]["scale"] = round(uni_scale, 4)
             t["baselines"] += time.perf_counter() - t5

@@ -35,7 +35,8 @@ def _group_key(rec: dict, key: str | None) -> str:
 
 def aggregate(records: list[dict], methods: Sequence[str], key: str | None = None) -> dict:
     """Means per budget, group and method: ``{budget: {group: {"n": .., method: {coverage, legible_coverage,
-    hit, tokens}, "ocr": {method: {exact, fuzzy, n}}}}}``.  ``key``: ``None`` (one group, "all"), ``"bucket"``
+    hit, tokens[, fell_back]}, "ocr": {method: {exact, fuzzy, n}}}}}`` (``fell_back``: for a foveated row, the share
+    of the queries the uniform floor answered instead).  ``key``: ``None`` (one group, "all"), ``"bucket"``
     (box size), ``"boxes"`` (one answer box or several, :data:`BOXES_KEY`) or a metadata key of the set (e.g.
     ``isthing``)."""
     acc: dict = defaultdict(lambda: defaultdict(list))
@@ -52,6 +53,9 @@ def aggregate(records: list[dict], methods: Sequence[str], key: str | None = Non
             rows = [r["methods"][m] for r in recs if m in r["methods"]]
             if rows:
                 g[m] = mean_scores(rows) | {"n": len(rows)}
+                fell = [float(x["fell_back"]) for x in rows if "fell_back" in x]
+                if fell:  # share of the queries the uniform floor answered (a foveated row)
+                    g[m]["fell_back"] = float(np.mean(fell))
         ocr: dict = {}
         for m in OCR_METHODS:
             rows = [r["ocr"][m] for r in recs if m in r.get("ocr", {})]

@@ -142,6 +142,24 @@ def hit_table(recs: list[dict]) -> dict:
     }
 
 
+def fallback_table(recs: list[dict]) -> dict:
+    """``{set: {budget: {method: % of the questions the uniform floor answered}}}`` plus ``"all"`` and ``n``, for
+    every row but the uniform layout itself (the layout each record keeps beside its hit)."""
+    acc: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for r in recs:
+        for key in (r["set"], "all"):
+            for m, v in r["methods"].items():
+                if m != "uniform":
+                    acc[key][r["budget"]][m].append(v[2] == "uniform")
+    return {
+        k: {
+            b: {m: round(100.0 * float(np.mean(v)), 1) for m, v in ms.items()} | {"n": len(next(iter(ms.values())))}
+            for b, ms in sorted(bs.items())
+        }
+        for k, bs in acc.items()
+    }
+
+
 def format_table(table: dict, methods: list[str], title: str) -> str:
     """A markdown table: set, budget, n, then one column per method."""
     lines = [

@@ -11,7 +11,10 @@ foveating wins).  Decision at margin 0.
 
 ``legible`` and ``tie`` are chosen by :func:`choose_gate` from :data:`GATE_GRID`: k-fold cross-validation over the
 training images (never the validation split), fewest held-out questions below the uniform layout first, then the
-highest mean hit.
+highest mean hit.  The same cross-fitted folds then calibrate the margin (:data:`MARGIN_GRID`): every training
+record is scored by the gate fitted without its fold, and the bias is lowered by the smallest margin at which the
+held-out gated selection falls below the uniform layout on the fewest questions (per set and budget), so that a
+selection not expected to beat the uniform layout *with margin* falls back to it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ from ..selection.floor import FLOOR_FEATURES, floor_margin
 #: WildReceipt left the held-out photos one or two questions below the uniform layout, while cross-validation on its
 #: training images showed no loss: the held-out check is too coarse to choose among weaker settings)
 GATE_GRID = ((0.0, 0.25), (0.0, 0.5))
+
+#: margins the calibration compares (subtracted from the bias: foveate only where ``w . f >= margin``)
+MARGIN_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 
 
 def gate_data(
@@ -88,17 +94,39 @@ def gate_accuracy(weights: dict[str, float], x: np.ndarray, y: np.ndarray, w: np
     return float((w * (pred == (y > 0.5))).sum() / w.sum())
 
 
-def gated_hits(weights: dict[str, float], recs: list[dict], method: str) -> dict[tuple[str, int], list[int]]:
-    """Per (set, budget): [questions hit by the gated selection, by the uniform layout, questions]."""
+def gated_hits(
+    weights: dict[str, float], recs: list[dict], method: str, margins: list[float] | None = None, offset: float = 0.0
+) -> dict[tuple[str, int], list[int]]:
+    """Per (set, budget): [questions hit by the gated selection, by the uniform layout, questions].  ``margins``:
+    the gate's margin per record (default: ``weights``' margin); the selection foveates where it is ``>= offset``."""
     out: dict[tuple[str, int], list[int]] = defaultdict(lambda: [0, 0, 0])
-    for r in recs:
-        margin = floor_margin(weights, r["features"])
+    for i, r in enumerate(recs):
+        margin = floor_margin(weights, r["features"]) if margins is None else margins[i]
         u_hit = int(r["methods"]["uniform"][0])
         cell = out[(r["set"], r["budget"])]
-        cell[0] += int(r["methods"][method][0]) if margin >= 0 else u_hit
+        cell[0] += int(r["methods"][method][0]) if margin >= offset else u_hit
         cell[1] += u_hit
         cell[2] += 1
     return out
+
+
+def _below_and_mean(cells: dict[tuple[str, int], list[int]]) -> tuple[int, float]:
+    """(questions below the uniform layout, summed over (set, budget) cells; mean hit % over the cells)."""
+    below = sum(max(0, u - g) for g, u, _ in cells.values())
+    mean = float(np.mean([100.0 * g / n for g, _, n in cells.values()])) if cells else 0.0
+    return below, round(mean, 3)
+
+
+def calibrate_margin(recs: list[dict], held_out: list[float], method: str) -> tuple[float, list[dict]]:
+    """The margin of :data:`MARGIN_GRID` at which the gated selection, each record judged by the gate fitted without
+    its fold (``held_out``: those cross-fitted margins), is below the uniform layout on the fewest questions (per
+    set and budget), then has the highest mean hit, then is the smallest.  Returns (margin, the grid's scores)."""
+    scores = []
+    for offset in MARGIN_GRID:
+        below, mean = _below_and_mean(gated_hits({}, recs, method, held_out, offset))
+        scores.append({"margin": offset, "below_uniform": below, "mean_hit": mean})
+    best = min(scores, key=lambda s: (s["below_uniform"], -s["mean_hit"], s["margin"]))
+    return float(best["margin"]), scores
 
 
 def choose_gate(recs: list[dict], method: str, folds: int = 4, seed: int = 0) -> tuple[dict[str, float], dict]:
@@ -110,26 +138,28 @@ def choose_gate(recs: list[dict], method: str, folds: int = 4, seed: int = 0) ->
         return int(hashlib.sha256(f"{seed}:{r['set']}:{r['image']}".encode()).hexdigest(), 16) % folds
 
     which = [fold(r) for r in recs]
-    scores = []
+    scores, held = [], []
     for legible, tie in GATE_GRID:
-        total: dict[tuple[str, int], list[int]] = defaultdict(lambda: [0, 0, 0])
+        margins = [0.0] * len(recs)  # each record's margin under the gate fitted without its fold
         for k in range(folds):
             fitted = fit_gate(*gate_data([r for r, f in zip(recs, which) if f != k], method, legible, tie))
-            for cell, (g, u, n) in gated_hits(fitted, [r for r, f in zip(recs, which) if f == k], method).items():
-                t = total[cell]
-                t[0] += g
-                t[1] += u
-                t[2] += n
-        below = sum(max(0, u - g) for g, u, _ in total.values())
-        mean = float(np.mean([100.0 * g / n for g, _, n in total.values()])) if total else 0.0
-        scores.append({"legible": legible, "tie": tie, "below_uniform": below, "mean_hit": round(mean, 3)})
-    best = min(scores, key=lambda s: (s["below_uniform"], -s["mean_hit"]))
+            for i, f in enumerate(which):
+                if f == k:
+                    margins[i] = floor_margin(fitted, recs[i]["features"])
+        below, mean = _below_and_mean(gated_hits({}, recs, method, margins))
+        scores.append({"legible": legible, "tie": tie, "below_uniform": below, "mean_hit": mean})
+        held.append(margins)
+    pick = min(range(len(scores)), key=lambda i: (scores[i]["below_uniform"], -scores[i]["mean_hit"]))
+    best = scores[pick]
+    margin, margin_grid = calibrate_margin(recs, held[pick], method)
     x, y, w = gate_data(recs, method, best["legible"], best["tie"])
     weights = fit_gate(x, y, w)
+    weights["bias"] = round(weights["bias"] - margin, 6)  # foveate only where w . f >= margin
     report = {
         "folds": folds,
         "grid": scores,
-        "chosen": {"legible": best["legible"], "tie": best["tie"]},
+        "chosen": {"legible": best["legible"], "tie": best["tie"], "margin": margin},
+        "margin_grid": margin_grid,
         "train_pairs": int(len(x)),
         "train_accuracy": round(gate_accuracy(weights, x, y, w), 4),
     }

@@ -395,8 +395,8 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
     gate, gate_report = choose_gate(recs, "learned", seed=cfg.seed)
     learned = learned.replace(floor=FloorGate(gate))
     log(
-        f"floor: legible {gate_report['chosen']['legible']}, tie {gate_report['chosen']['tie']} by "
-        f"{gate_report['folds']}-fold cross-validation on the training images"
+        f"floor: legible {gate_report['chosen']['legible']}, tie {gate_report['chosen']['tie']}, margin "
+        f"{gate_report['chosen']['margin']} by {gate_report['folds']}-fold cross-validation on the training images"
     )
     timings["floor"] = time.perf_counter() - t0
     if cfg.start is None:
