@@ -14,7 +14,17 @@ import pytest
 
 import foveate
 
-HEAVY = ("torch", "cv2", "onnxruntime", "openvino", "skimage", "rapidocr", "transformers", "sentence_transformers", "fastapi")
+HEAVY = (
+    "torch",
+    "cv2",
+    "onnxruntime",
+    "openvino",
+    "skimage",
+    "rapidocr",
+    "transformers",
+    "sentence_transformers",
+    "fastapi",
+)
 
 
 def _loaded_after(code: str, tmp_path) -> list[str]:

@@ -19,8 +19,9 @@ from .errors import BudgetError, ConfigError
 #: Bump when a change to the channel generators changes the numbers they produce.  2: the text group reads only
 #: where its gate finds text by default (``ocr="auto"``); 3: and gradient magnitude and edge distance are computed
 #: independent of the thread count (last-bit changes); 4: the OCR pads short lines less
-#: (:data:`foveate.channels.text.ocr.REC_MIN_WIDTH`), so a few lines read differently.
-ENCODER_VERSION = "4"
+#: (:data:`foveate.channels.text.ocr.REC_MIN_WIDTH`), so a few lines read differently; 5: the OCR runs on OpenVINO with
+#: an int8 recogniser, and the angle classifier only on a page turned over (:mod:`foveate.channels.text.backend`).
+ENCODER_VERSION = "5"
 
 #: Values of the ``ocr`` option of the text group: ``auto`` (the default: OCR where a detector pass on a small copy
 #: finds text, :mod:`foveate.channels.text.gate`) or ``always`` (the whole image, as before 0.2.0).

@@ -19,22 +19,29 @@ from typing import Any
 import numpy as np
 
 #: OpenVINO prepares its kernels for each new input shape on first use (2-5x that call's time: ~150 ms for a
-#: recogniser batch), so inputs are padded up to fewer shapes: widths (and the detector's heights) to multiples of
-#: this many pixels, recogniser batches to rapidocr's batch size.  The padding is what rapidocr pads with itself
-#: (zeros after normalisation: the recogniser) or the page's own edge (the detector), and the outputs are cut back.
-#: 32 px: once its shapes are met, a FUNSD page's OCR takes 0.40x a plain rapidocr pass's CPU time, against 0.44x
-#: at 64 px (more padding) and 0.61x at batches of 12 (``scripts/bench_ocr.py``, BENCHMARKS.md).
+#: recogniser batch), so the recogniser's inputs are padded up to fewer shapes (:func:`bucket`): batches to
+#: rapidocr's batch size, widths up to the next of a few sizes, 32 px apart up to 256 px and then about 1/8 apart.
+#: The padding is what rapidocr pads a batch with itself (zeros after normalisation), and the outputs are cut back.
 SHAPE_STEP = 32
+
+
+def bucket(size: int) -> int:
+    """The padded size for ``size`` px: a multiple of :data:`SHAPE_STEP` up to 256, then of the power of two at most
+    an eighth of ``size`` (at most ~1/8 more pixels to compute; ~16 widths from 160 to 2,048 px)."""
+    step = SHAPE_STEP
+    while step * 8 < size:
+        step *= 2
+    return -(-size // step) * step
 
 
 class OpenVinoSession:
     """A compiled OpenVINO model with rapidocr's session interface: called with the input batch, returns the first
     output for that batch (a copy: the runtime reuses its output buffer).
 
-    ``kind="det"``: the detector; its input padded on the bottom and right with the page's edge pixels up to
-    multiples of :data:`SHAPE_STEP`, its probability map cut back to the input's size.  ``kind="rec"``: the
-    recogniser; the batch padded with blank lines to ``batch`` and its width with zeros up to a multiple of
-    :data:`SHAPE_STEP`, its per-step output cut back to the steps of the unpadded width (:func:`rec_steps`)."""
+    ``kind="det"``: the detector, as it is: padding a page changes its probability map well inside the page (its
+    receptive field is most of the page), and a new page size costs it only ~1.5x once.  ``kind="rec"``: the
+    recogniser; the batch padded with blank lines to ``batch`` and its width with zeros up to :func:`bucket`, its
+    per-step output cut back to the steps of the unpadded width (:func:`rec_steps`)."""
 
     def __init__(self, model_path: str | Path, threads: int, kind: str = "det", batch: int = 6) -> None:
         import openvino
@@ -44,20 +51,20 @@ class OpenVinoSession:
         self.model_path, self.kind, self.batch = Path(model_path), kind, batch
         self._request = core.compile_model(str(model_path), "CPU", config).create_infer_request()
 
-    def _infer(self, x: np.ndarray) -> np.ndarray:
+    def _infer(self, x: np.ndarray, cut: tuple[slice, ...]) -> np.ndarray:
+        """The output for ``x``, cut to ``cut`` and copied (only the part kept: a recogniser batch's output is
+        6 x steps x 18,710 classes, up to 100 MB)."""
         self._request.infer([np.ascontiguousarray(x, dtype=np.float32)])
-        return np.array(self._request.get_output_tensor().data, copy=True)
+        return np.array(self._request.get_output_tensor().data[cut], copy=True)
 
     def __call__(self, batch: np.ndarray) -> np.ndarray:
         n, _, h, w = batch.shape
-        up = -(-w // SHAPE_STEP) * SHAPE_STEP
+        up = bucket(w)
         if self.kind == "rec":
             x = np.zeros((max(n, self.batch), batch.shape[1], h, up), np.float32)
             x[:n, :, :, :w] = batch
-            return self._infer(x)[:n, : rec_steps(w)]
-        hp = -(-h // SHAPE_STEP) * SHAPE_STEP
-        x = np.pad(batch, ((0, 0), (0, 0), (0, hp - h), (0, up - w)), mode="edge")
-        return self._infer(x)[..., :h, :w]
+            return self._infer(x, (slice(0, n), slice(0, rec_steps(w))))
+        return self._infer(batch, (Ellipsis,))
 
 
 def rec_steps(width: int) -> int:
