@@ -51,7 +51,7 @@ class OpenVinoSession:
         self.model_path, self.kind, self.batch = Path(model_path), kind, batch
         self._request = core.compile_model(str(model_path), "CPU", config).create_infer_request()
 
-    def _infer(self, x: np.ndarray, cut: tuple[slice, ...]) -> np.ndarray:
+    def _infer(self, x: np.ndarray, cut: tuple[Any, ...]) -> np.ndarray:
         """The output for ``x``, cut to ``cut`` and copied (only the part kept: a recogniser batch's output is
         6 x steps x 18,710 classes, up to 100 MB)."""
         self._request.infer([np.ascontiguousarray(x, dtype=np.float32)])
