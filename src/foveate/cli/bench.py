@@ -8,7 +8,6 @@ from pathlib import Path
 
 import typer
 
-from ..vlm.rules.registry import rule_examples
 from .common import DeviceOpt, WeightsOpt, _numbers, _resolve_image, app, out
 
 
@@ -132,7 +131,7 @@ def bench_prompt(
         [], "--image", "-i", help="Images (default: the bundled photo and page, resized to 1024x1024)."
     ),
     rules: str = typer.Option(
-        ",".join(rule_examples()), "--rules", help="Comma-separated VLM rules or model names (foveate models)."
+        "", "--rules", help="Comma-separated VLM rules or model names (foveate models); default: one per rule."
     ),
     budget: str = typer.Option("273", "--budget", "-b", help="Selection budget(s), comma-separated."),
     repeats: int = typer.Option(20, "--repeats", "-n", help="Repetitions per measurement (median reported)."),
@@ -141,10 +140,11 @@ def bench_prompt(
     """Time a VLM request: planning the pictures under each rule plus cutting them and building the body ("plan +
     payload"), and, separately, encoding the pictures as PNG and JPEG."""
     from ..bench.vlm import bench_prompt as run
+    from ..vlm.rules.registry import rule_examples
 
     run(
         [_resolve_image(p) for p in image] or None,
-        rules=tuple(r for r in rules.split(",") if r),
+        rules=tuple(r for r in rules.split(",") if r) or tuple(rule_examples()),
         budgets=tuple(int(b) for b in _numbers(budget, "--budget", kind=int)),
         repeats=repeats,
         console=out,

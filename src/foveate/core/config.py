@@ -12,8 +12,6 @@ import numbers
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import numpy as np
-
 from .errors import BudgetError, ConfigError
 
 #: Bump when a change to the channel generators changes the numbers they produce.  2: the text group reads only
@@ -158,7 +156,7 @@ class SelectConfig:
     floor: str = "auto"
 
     def __post_init__(self) -> None:
-        if isinstance(self.budget, numbers.Integral) and not isinstance(self.budget, (bool, np.bool_)):
+        if isinstance(self.budget, numbers.Integral) and not isinstance(self.budget, bool):
             object.__setattr__(self, "budget", int(self.budget))  # NumPy / torch integers are integers too
         if isinstance(self.budget, bool) or not isinstance(self.budget, int):
             raise BudgetError(f"budget must be an integer number of tokens, got {self.budget!r}")
