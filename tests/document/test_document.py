@@ -359,3 +359,18 @@ def test_image_entry_points_name_a_pdf_a_document():
     data = _pdf([_text_page([(72, 700, "one page")])])
     with pytest.raises(UnsupportedInputError, match="a PDF is a document"):
         load_image(data)
+
+
+def test_pdfs_read_from_several_threads_at_once_read_as_one_at_a_time():
+    """PDFium is not thread-safe: concurrent loads (a server's uploads, the gateway's PDF parts) crashed the process
+    before every use of it took one lock.  Eight threads loading the same document read what one thread reads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    data = _pdf([_text_page(ls) for ls in PAGES])
+    ref = load_document(data)
+    with ThreadPoolExecutor(8) as pool:
+        docs = list(pool.map(lambda _: load_document(data), range(16)))
+    for doc in docs:
+        assert len(doc.pages) == len(ref.pages)
+        for a, b in zip(doc.pages, ref.pages):
+            assert np.array_equal(a.image, b.image) and a.lines == b.lines

@@ -17,6 +17,7 @@ import io as _io
 import math
 import os
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -185,7 +186,20 @@ def _open_pdf(data: bytes, name: str) -> Any:
         raise DocumentDecodeError(f"{name}: not a readable PDF (corrupt or truncated: {exc})") from exc
 
 
+#: PDFium is not thread-safe (pypdfium2's documentation: no two threads may call into it at once): every use of it in
+#: the process holds this lock.  Without it, a server's concurrent PDF uploads crashed the process ("double free or
+#: corruption").  Processes each have their own PDFium.
+PDFIUM_LOCK = threading.Lock()
+
+
 def _load_pdf(data: bytes, name: str, dpi: float, max_pages: int, max_pixels: int, text_layer: bool) -> LoadedDocument:
+    with PDFIUM_LOCK:
+        return _load_pdf_locked(data, name, dpi, max_pages, max_pixels, text_layer)
+
+
+def _load_pdf_locked(
+    data: bytes, name: str, dpi: float, max_pages: int, max_pixels: int, text_layer: bool
+) -> LoadedDocument:
     from .textlayer import page_lines
 
     pdf = _open_pdf(data, name)
