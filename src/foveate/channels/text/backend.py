@@ -3,10 +3,11 @@ says.
 
 rapidocr builds each model's session with onnxruntime.  On an x86 CPU OpenVINO runs the text detector 3-4x as fast
 from the same ``.onnx`` file, with the same probability map to 1e-6; the float recogniser runs at the same speed in
-either, so the recogniser moves as an int8 model (``scripts/quantize_rec.py``: calibrated on training-split line
-crops), ~1.7x as fast.  With onnxruntime-gpu and a GPU every model runs on CUDA through rapidocr's own switch.  A
-model's session is swapped after rapidocr built it: the pre- and post-processing stay rapidocr's.  What each costs
-and reads: BENCHMARKS.md, "Encode against the OCR engine alone".
+either.  An int8 recogniser runs ~1.7x as fast where one was made (``scripts/quantize_rec.py``, from training-split
+pages of real sets, into the cache: :mod:`.quantize`); without it the float one runs.  With onnxruntime-gpu and a
+GPU every model runs on CUDA through rapidocr's own switch.  A model's session is swapped after rapidocr built it:
+the pre- and post-processing stay rapidocr's.  What each costs and reads: BENCHMARKS.md, "Encode against the OCR
+engine alone".
 """
 
 from __future__ import annotations
@@ -80,9 +81,12 @@ def engine_changes(backend: str) -> dict[str, Any]:
     return {}
 
 
-#: the int8 recogniser (``scripts/quantize_rec.py``) and the record of the float model it was made from
-REC_INT8 = Path(__file__).parent / "models" / "rec_int8.onnx"
-REC_INT8_SOURCE = REC_INT8.with_suffix(".json")
+def int8_path() -> Path:
+    """Where the int8 recogniser is kept (``scripts/quantize_rec.py``, :mod:`.quantize`):
+    ``$FOVEATE_CACHE/ocr/rec_int8.onnx``, its record (``.json``) beside it."""
+    from ...query.text.query_onnx import cache_root
+
+    return cache_root() / "ocr" / "rec_int8.onnx"
 
 
 def place(engine: Any, backend: str, threads: int) -> tuple[Any, str]:
@@ -103,13 +107,19 @@ def place(engine: Any, backend: str, threads: int) -> tuple[Any, str]:
 
 
 def int8_recogniser(engine: Any) -> Path | None:
-    """The shipped int8 recogniser, if it was quantized from the float model rapidocr loaded (same SHA-256: its
-    character list and input are that model's); else ``None`` (a rapidocr with another recogniser keeps its own)."""
-    if not (REC_INT8.is_file() and REC_INT8_SOURCE.is_file()):
+    """The int8 recogniser in the cache (:func:`int8_path`), if it was quantized from the float model rapidocr
+    loaded (same SHA-256: its character list and input are that model's); else ``None`` (none made, or a rapidocr
+    with another recogniser: the float one runs)."""
+    path = int8_path()
+    record = path.with_suffix(".json")
+    if not (path.is_file() and record.is_file()):
         return None
-    want = json.loads(REC_INT8_SOURCE.read_text())["source_sha256"]
+    try:
+        want = json.loads(record.read_text())["source_sha256"]
+    except (ValueError, KeyError, TypeError):
+        return None
     got = hashlib.sha256(model_path(engine, "rec").read_bytes()).hexdigest()
-    return REC_INT8 if got == want else None
+    return path if got == want else None
 
 
 def model_path(engine: Any, task: str) -> Path:

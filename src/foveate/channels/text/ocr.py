@@ -117,7 +117,8 @@ def engine_params(changes: dict[str, Any] | None = None) -> dict[str, Any]:
 def ocr_setup() -> tuple[Any, str]:
     """The rapidocr engine with :func:`engine_params`, its models on the runtime
     :func:`foveate.core.device.ocr_backend` names (:mod:`.backend`), and that runtime's description.  Models load
-    once per process; the float ONNX files ship inside the rapidocr wheel, the int8 recogniser inside foveate's."""
+    once per process; the float ONNX files ship inside the rapidocr wheel; an int8
+    recogniser is used where ``scripts/quantize_rec.py`` made one."""
     from rapidocr import RapidOCR
 
     from ...core.device import ocr_backend, ocr_threads
