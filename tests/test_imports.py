@@ -144,3 +144,22 @@ def test_the_package_says_the_version_its_project_file_declares():
         pytest.skip("foveate is installed from a wheel here, not run from its checkout")
     declared = tomllib.loads(project.read_text())["project"]["version"]
     assert foveate.__version__ == declared
+
+
+def test_help_loads_no_numpy(tmp_path):
+    """``foveate --help`` lists every VLM rule (``--vlm``'s help) from the registry without importing a rule class:
+    NumPy (~60 ms of a 0.3 s start) stays unloaded."""
+    code = """
+        import contextlib, io
+        sys.argv = ["foveate", "--help"]
+        from foveate.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            try:
+                main()
+            except SystemExit as exc:
+                assert not exc.code, exc.code
+        from foveate.vlm.rules import rules_help
+        assert "qwen3-vl[:MAX_PIXELS]" in rules_help() and "patch:P" in rules_help()
+        assert "numpy" not in sys.modules, "numpy loaded"
+    """
+    _loaded_after(code, tmp_path)

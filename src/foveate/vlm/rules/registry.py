@@ -12,19 +12,17 @@ used dropped: a server answering many distinct specs stays bounded).
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ...core.errors import ConfigError
-from .anthropic import Anthropic
-from .base import VlmRule
-from .gemini import Gemini, Gemini3
-from .llava import Llava15
-from .openai import OpenAIPatches, OpenAITiles
-from .patch import Patches
-from .qwen import Qwen2VL
+
+if TYPE_CHECKING:
+    from .base import VlmRule
 
 #: rules kept made, by spec
 MAX_CACHED = 64
@@ -105,8 +103,11 @@ def rules_help() -> str:
 def get_rule(spec: str | VlmRule) -> VlmRule:
     """A rule from its spec (see the module docstring); a :class:`VlmRule` is returned as is.  An unknown name, an
     argument the rule does not take, or a bad argument is a :class:`~foveate.core.errors.ConfigError`."""
-    if isinstance(spec, VlmRule):
-        return spec
+    if not isinstance(spec, str):
+        from .base import VlmRule
+
+        if isinstance(spec, VlmRule):
+            return spec
     if not isinstance(spec, str) or len(spec) > MAX_SPEC_CHARS:
         raise ConfigError(
             f"a VLM rule spec is a short string such as 'openai' or 'patch:14', got "
@@ -134,24 +135,37 @@ def get_rule(spec: str | VlmRule) -> VlmRule:
     return rule
 
 
-def _patch(arg: str | None) -> VlmRule:
+def _builtin(module: str, name: str, make: Callable[[Any, str | None], VlmRule]) -> Callable[[str | None], VlmRule]:
+    """A factory for the rule class ``name`` of the sibling ``module``, imported on first use: the registry (and
+    with it every help text that lists the rules) loads no NumPy."""
+
+    def factory(arg: str | None) -> VlmRule:
+        return make(getattr(importlib.import_module(module, __package__), name), arg)
+
+    return factory
+
+
+def _patch(cls: Any, arg: str | None) -> VlmRule:
     try:
         size = int(arg or "")
     except ValueError:
         raise ConfigError(f"patch:P needs a whole number of pixels, got {arg!r}") from None
-    return Patches(size)
+    rule: VlmRule = cls(size)
+    return rule
 
 
 # ----------------------------------------------------------------------------------------------------------
 # The built-in rules
 
-register_rule("openai", lambda a: OpenAITiles(a or "gpt-4o"), argument="MODEL")
-register_rule("openai-patch", lambda a: OpenAIPatches(a or "gpt-4.1-mini"), argument="MODEL")
-register_rule("anthropic", lambda a: Anthropic(a or "standard"), argument="TIER")
-register_rule("gemini", lambda a: Gemini(), argument=None)
-register_rule("gemini-3", lambda a: Gemini3(), argument=None)
-register_rule("qwen2-vl", Qwen2VL, argument="MAX_PIXELS")
-register_rule("qwen2.5-vl", lambda a: Qwen2VL(a, "qwen2.5-vl"), argument="MAX_PIXELS")
-register_rule("qwen3-vl", lambda a: Qwen2VL(a, "qwen3-vl"), argument="MAX_PIXELS")
-register_rule("llava-1.5", lambda a: Llava15(), argument=None)
-register_rule("patch", _patch, argument="P", required=True, example="patch:14")
+register_rule("openai", _builtin(".openai", "OpenAITiles", lambda c, a: c(a or "gpt-4o")), argument="MODEL")
+register_rule(
+    "openai-patch", _builtin(".openai", "OpenAIPatches", lambda c, a: c(a or "gpt-4.1-mini")), argument="MODEL"
+)
+register_rule("anthropic", _builtin(".anthropic", "Anthropic", lambda c, a: c(a or "standard")), argument="TIER")
+register_rule("gemini", _builtin(".gemini", "Gemini", lambda c, a: c()), argument=None)
+register_rule("gemini-3", _builtin(".gemini", "Gemini3", lambda c, a: c()), argument=None)
+register_rule("qwen2-vl", _builtin(".qwen", "Qwen2VL", lambda c, a: c(a)), argument="MAX_PIXELS")
+register_rule("qwen2.5-vl", _builtin(".qwen", "Qwen2VL", lambda c, a: c(a, "qwen2.5-vl")), argument="MAX_PIXELS")
+register_rule("qwen3-vl", _builtin(".qwen", "Qwen2VL", lambda c, a: c(a, "qwen3-vl")), argument="MAX_PIXELS")
+register_rule("llava-1.5", _builtin(".llava", "Llava15", lambda c, a: c()), argument=None)
+register_rule("patch", _builtin(".patch", "Patches", _patch), argument="P", required=True, example="patch:14")
