@@ -235,12 +235,18 @@ def main() -> None:
     ap.add_argument("--split", default="test", help="pages of this split (train for --fit, val to choose)")
     ap.add_argument("--cache", default="out/doc-pages", help="folder to keep the encoded pages in between runs")
     ap.add_argument("--fit", action="store_true", help="choose PAGE_LEXICAL, PAGE_COSINE, PAGE_SHARE (train split)")
+    ap.add_argument(
+        "--profile", default=None, help="a candidate page-profile matrix (.npy) instead of the packaged one"
+    )
     args = ap.parse_args()
 
+    from foveate.document.pagescore import use_profile_file
     from foveate.document.select import select_document
     from foveate.document.texture import DocumentTexture
     from foveate.selection import select
 
+    if args.profile:
+        use_profile_file(args.profile)
     t0 = time.perf_counter()
     plan = build(args, Path(args.cache))
     encode_s = time.perf_counter() - t0

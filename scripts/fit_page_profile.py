@@ -1,15 +1,16 @@
 """Fit the page score's question-by-profile matrix (``foveate/document/page_profile.npy``) on documents of
 training-split pages.
 
-    python scripts/fit_page_profile.py FUNSD_DIR WILDRECEIPT_DIR [--docs 150] [--pool 16] [--lam 0.01]
-        [--out src/foveate/document/page_profile.npy]
+    python scripts/fit_page_profile.py FUNSD_DIR WILDRECEIPT_DIR [--docs 300] [--pool 64] [--lam 0.001]
+        [--steps 1000] [--out src/foveate/document/page_profile.npy]
 
 The documents are those of ``scripts/eval_documents.py --split train`` (forms and expense reports, 2-20 pages, each
-question about one page).  Each document's pages compete in a conditional logit: a page's score is the shipped page
-score without the profile term (``log p + PAGE_LEXICAL * lex + PAGE_COSINE * cos + PAGE_THEME * theme``) plus
-``q . (A @ profile)`` (:mod:`foveate.document.pagescore`); ``A`` (384 x 5) is fitted by gradient ascent on the log
-likelihood of the target page, with an L2 penalty ``--lam``.  ``--lam`` was chosen among 0.001, 0.01 and 0.1 on
-documents of validation-split pages (``scripts/eval_documents.py --split val``).
+question about one page; ``--pool`` pages of each real set).  Each document's pages compete in a conditional logit: a
+page's score is the shipped page score without the profile term (``log p + PAGE_LEXICAL * lex + PAGE_COSINE * cos +
+PAGE_THEME * theme``) plus ``q . (A @ [profile | evidence])`` (:mod:`foveate.document.pagescore`: the page's profile
+and those four terms); ``A`` (384 x 12) is fitted by ``--steps`` steps of gradient ascent on the log likelihood of the
+target page, with an L2 penalty ``--lam``.  Pool, penalty and steps were chosen on documents of validation-split
+pages (``scripts/eval_documents.py --split val --pool 40 --docs 60 --profile CANDIDATE.npy``; docs/documents.md).
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ import numpy as np
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("data", nargs=2)
-    ap.add_argument("--docs", type=int, default=150)
-    ap.add_argument("--pool", type=int, default=16)
+    ap.add_argument("--docs", type=int, default=300)
+    ap.add_argument("--pool", type=int, default=64)
     ap.add_argument("--generated", type=int, default=20)
-    ap.add_argument("--lam", type=float, default=0.01)
-    ap.add_argument("--steps", type=int, default=150)
+    ap.add_argument("--lam", type=float, default=0.001)
+    ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cache", default="out/doc-pages")
     ap.add_argument("--out", default="src/foveate/document/page_profile.npy")
@@ -37,7 +38,7 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     import eval_documents as E
     import foveate
-    from foveate.document.pagescore import PAGE_THEME, page_profile
+    from foveate.document.pagescore import MATRIX_COLUMNS, PAGE_THEME, page_profile
     from foveate.document.select import page_features
     from foveate.document.texture import DocumentTexture
     from foveate.query.text.embed import embed_query
@@ -53,13 +54,15 @@ def main() -> None:
     items = []
     for _, pages, target, q in E.build(ns, Path(args.cache)):
         doc = DocumentTexture([tex for _, tex, _ in pages], "images")
-        base = page_features(doc, q.text, ranker)[:, :4] @ w0
+        evidence = page_features(doc, q.text, ranker)[:, :4]
+        base = evidence @ w0
         prof = []
-        for p in doc.pages:
+        for p, ev in zip(doc.pages, evidence):
             ix = text_index(p)
-            prof.append(page_profile([ln.text for ln in ix.lines] if ix is not None else []))
+            lines = [ln.text for ln in ix.lines] if ix is not None else []
+            prof.append(np.concatenate([page_profile(lines, p.image_size), ev if lines else np.zeros(4)]))
         items.append((base, np.array(prof), embed_query(q.text).astype(np.float64), target))
-    a = np.zeros((384, 5))
+    a = np.zeros((384, len(MATRIX_COLUMNS)))
     for _ in range(args.steps):
         grad = np.zeros_like(a)
         for base, prof, qe, t in items:

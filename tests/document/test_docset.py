@@ -101,13 +101,24 @@ def test_a_generated_page_is_a_pdf_whose_text_layer_is_where_the_layout_put_it(k
             assert 0 <= x0 < x1 <= doc.width and 0 <= y0 < y1 <= doc.height
 
 
-def test_page_profile_and_the_shipped_matrix():
+def test_page_profile_and_the_shipped_matrix(tmp_path):
     import numpy as np
 
-    from foveate.document.pagescore import PROFILE_DIM, page_profile, profile_matrix
+    from foveate.document.pagescore import MATRIX_COLUMNS, PROFILE_DIM, page_profile, profile_matrix, use_profile_file
 
-    prof = page_profile(["TOTAL 12.50", "Thank you", "Cash 20,00", "Table 4"])
-    assert np.allclose(prof, [0.5, 0.75, np.log(4) / 5, np.mean([11, 9, 10, 7]) / 40, 1.0])
+    lines = ["TOTAL 12.50", "Thank you", "Cash RM 20,00", "Table:"]
+    prof = page_profile(lines, (1200, 400))  # a strip three times as tall as wide
+    want = [0.5, 0.5, np.log(4) / 5, np.mean([11, 9, 13, 6]) / 40, 0.25, 0.25, np.log(3.0), 1.0]
+    assert np.allclose(prof, want)
+    assert page_profile(lines)[6] == 0.0  # no page size: not known to be tall
+    assert page_profile(lines, (100, 1000))[6] == -1.0  # clipped
     assert np.array_equal(page_profile([]), np.zeros(PROFILE_DIM))
     a = profile_matrix()  # shipped with the package (scripts/fit_page_profile.py)
-    assert a is not None and a.shape == (384, PROFILE_DIM) and np.isfinite(a).all()
+    assert a is not None and a.shape == (384, len(MATRIX_COLUMNS)) and np.isfinite(a).all()
+    try:  # a matrix for another profile is left out, not misread
+        np.save(tmp_path / "old.npy", np.zeros((384, 5), np.float32))
+        use_profile_file(tmp_path / "old.npy")
+        assert profile_matrix() is None
+    finally:
+        use_profile_file()
+    assert profile_matrix() is not None

@@ -130,13 +130,14 @@ class DocumentSelection:
 def page_features(doc: DocumentTexture, question: str, ranker: Any) -> np.ndarray | None:
     """(num_pages, 5) float64: per page the log of its likeliest line's answer probability, its best lexical match
     and its best MiniLM cosine to ``question``, the cosine of the question to the page's theme (the mean of its lines'
-    embeddings: what the page as a whole is about) and the question-by-profile term (:mod:`.pagescore`; 0 without a
-    fitted matrix); a page without lines: log 1e-6, 0, 0, 0, 0.  ``None`` when no page has a line.  The ranker's
-    probabilities stay in each page's text index for the select that follows."""
+    embeddings: what the page as a whole is about) and the question-by-profile term (:mod:`.pagescore`: how the
+    question leans on the page's profile and on the four terms before; 0 without a fitted matrix); a page without
+    lines: log 1e-6, 0, 0, 0, 0.  ``None`` when no page has a line.  The ranker's probabilities stay in each page's text
+    index for the select that follows."""
     rows, any_lines = [], False
     q = embed_query(question).astype(np.float64)
     a = profile_matrix()
-    lean = a.T @ q if a is not None else None  # (5,): how the question leans on each part of a page's profile
+    lean = a.T @ q if a is not None else None  # how the question leans on each part of a page's profile and evidence
     for page in doc.pages:
         index = text_index(page)
         if index is None or not index.lines:
@@ -147,8 +148,14 @@ def page_features(doc: DocumentTexture, question: str, ranker: Any) -> np.ndarra
         lex, cos = question_scores(index, question)
         theme = index.embeddings.astype(np.float64).mean(0)
         g = float(theme @ q / max(float(np.linalg.norm(theme)), 1e-9))
-        prof = float(page_profile([ln.text for ln in index.lines]) @ lean) if lean is not None else 0.0
-        rows.append((math.log(max(float(p.max()), 1e-6)), float(lex.max()), float(cos.max()), g, prof))
+        evidence = (math.log(max(float(p.max()), 1e-6)), float(lex.max()), float(cos.max()), g)
+        prof = 0.0
+        if lean is not None:
+            kind = index.cache.get("page_profile")  # the page's own part: once per page, not per question
+            if kind is None:
+                kind = index.cache["page_profile"] = page_profile([ln.text for ln in index.lines], page.image_size)
+            prof = float(np.concatenate([kind, evidence]) @ lean)
+        rows.append((*evidence, prof))
     return np.asarray(rows, np.float64) if any_lines else None
 
 
