@@ -118,6 +118,12 @@ def test_encode_into_a_store_is_one_document_entry(pdf, tmp_path):
     assert pr.returncode == 0, pr.stderr[-2000:]
     assert 0 < json.loads(pr.stdout)["plan_tokens"] <= json.loads(pr.stdout)["document_tokens"]
     _one_error_line(run("select", f"{st}/#ffff0000", "-q", q, "-o", tmp_path / "x"), "ffff0000")
+    info = run("info", f"{st}/#{ids[0][:12]}", "--json")  # the entry's header: its pages, nothing encoded
+    assert info.returncode == 0, info.stderr[-2000:]
+    meta = json.loads(info.stdout)
+    assert meta["id"] == doc.id and meta["num_pages"] == 2 and meta["pages"] == [{"width": 1224, "height": 1584}] * 2
+    assert meta["source"].endswith(f"#{doc.id}") and meta["text_sources"] == list(doc.text_sources)
+    _one_error_line(run("info", f"{st}/#ffff0000"), "ffff0000")
 
 
 def test_document_misuse_is_one_line(pdf, tmp_path):

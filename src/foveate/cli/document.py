@@ -201,13 +201,24 @@ def encode_document_cli(
     out.print(f"{src} -> {dest}  ({what})", highlight=False)
 
 
-def document_info_cli(src: Path, json_out: bool) -> None:
-    """``foveate info`` on a document texture file: its pages from the header (no page is read)."""
+def document_info_cli(src: Path | StoredRef, json_out: bool) -> None:
+    """``foveate info`` on a document texture file or a document's store entry (``STORE/#ID``): its pages from the
+    header (no page is read)."""
     from ..core.errors import TextureFormatError
-    from ..document.header import read_document_header
+    from ..document.header import document_meta, read_document_header
 
-    meta = read_document_header(src)
-    if meta is None:  # is_document_file said yes: only a truncated header gets here
+    if isinstance(src, StoredRef):
+        from ..store import TextureStore
+
+        tid, _ = _stored_document_id(src)
+        with TextureStore(src.store, create=False) as store:
+            data = store.get_bytes(tid)
+        meta = document_meta(data) if data is not None else None
+        src, how = Path(f"{src.store}/#{tid}"), "foveate.store.get_document(TextureStore(store), id)"
+    else:
+        how = "foveate.DocumentTexture.load(path)"
+        meta = read_document_header(src)
+    if meta is None:  # is_document_file / the entry's header said yes: only a truncated header gets here
         raise TextureFormatError(f"{src}: corrupt document texture header")
     doc: dict[str, Any] = {k: meta.get(k) for k in ("id", "kind", "dpi", "num_pages")}
     doc["pages"], doc["text_sources"] = list(meta.get("pages") or []), list(meta.get("text_sources") or [])
@@ -226,6 +237,4 @@ def document_info_cli(src: Path, json_out: bool) -> None:
     for i, (size, source) in enumerate(zip(doc["pages"], doc["text_sources"]), 1):
         table.add_row(str(i), str(size["width"]), str(size["height"]), source)
     out.print(table)
-    out.print(
-        "a page's channels and levels: foveate.DocumentTexture.load(path).pages[i]", highlight=False, markup=False
-    )
+    out.print(f"a page's channels and levels: {how}.pages[i]", highlight=False, markup=False)

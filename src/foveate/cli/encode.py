@@ -312,10 +312,10 @@ def info(
     """Show a texture's channels, levels, memory and encode timings."""
     path = _resolve_input(source)
     tex: TextureHeader | Texture
-    from .document import document_info_cli, is_document_path
+    from .document import document_info_cli, is_document_source
 
-    if isinstance(path, Path) and is_document_path(path):
-        if path.suffix != ".fvt":
+    if is_document_source(path):
+        if isinstance(path, Path) and path.suffix != ".fvt":
             raise FoveateError(f"{source} is a document: encode it first (foveate encode {source} -o DOC.fvt)")
         return document_info_cli(path, json_out)
     if isinstance(path, Path) and path.suffix == ".fvt":  # the header says it all: no tensors read, no torch imported
