@@ -100,3 +100,31 @@ def test_the_auto_budget_never_exceeds_the_whole_picture(photo_path):
         chosen = auto_budget(tex, "What animal is this?", rule, weights)
         assert chosen.budget == max(b for b in BUDGETS if b <= min(whole, 273)), (model, whole)
         assert chosen.plan.tokens <= whole
+
+
+def test_the_auto_budget_of_a_document_is_the_smallest_that_shows_its_answer_page(tmp_path):
+    """One budget across a PDF's pages: the answer's page (2 of 3) is the one planned for, its likely lines are legible
+    in that page's plan, no smaller candidate shows them, and the plan never costs more than every page whole."""
+    from foveate.document.prompt import plan_document
+    from foveate.document.select import select_document
+    from foveate.gateway.budget import LEGIBLE_SHARE, auto_document_budget, legible_shares, likely_lines
+
+    from .test_documents import ANSWER, make_pdf
+    from .test_documents import QUESTION as DOC_QUESTION
+
+    (tmp_path / "d.pdf").write_bytes(make_pdf())
+    doc = encode(tmp_path / "d.pdf")
+    weights, rule = load_weights("default"), model_rule("gpt-5.2")
+    chosen = auto_document_budget(doc, DOC_QUESTION, rule, weights)
+    page = ANSWER[0] - 1
+    assert chosen.budget in BUDGETS and int(np.argmax(chosen.selection.relevance)) == page, chosen.why
+    boxes, heights = likely_lines(doc.pages[page], DOC_QUESTION, weights)
+    assert len(boxes) and any("1,234" in ln.text for ln in text_index(doc.pages[page]).lines)
+
+    def shows(budget: int) -> bool:
+        plan = plan_document(select_document(doc, DOC_QUESTION, budget, weights=weights), rule)
+        mine = [p for i, p in plan.plans if i == page]
+        return bool(mine) and bool((legible_shares(mine[0], boxes, heights) >= LEGIBLE_SHARE).all())
+
+    assert shows(chosen.budget) and not any(shows(b) for b in BUDGETS if b < chosen.budget), chosen.why
+    assert 0 < chosen.plan.tokens <= chosen.plan.document_tokens

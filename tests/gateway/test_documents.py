@@ -269,3 +269,15 @@ def test_a_pdf_by_url_of_a_listed_host_is_fetched_and_replanned(gateway_opts, pr
     assert r.headers["x-foveate-cache"] == "hit" and shows_answer(
         forwarded(provider.last().json(), "openai-responses"), renders
     )
+
+
+def test_budget_auto_chooses_a_pdfs_budget(gateway_opts, provider, pdf, renders):
+    """``--budget auto`` on a PDF: one of the candidate budgets, chosen for the answer's page (no longer the fixed 273),
+    the answer still shown, under the pages' bill."""
+    from foveate.gateway.budget import BUDGETS
+
+    r = send(gateway_opts, "openai-chat", "gpt-5.2", part_of("openai-chat", pdf))
+    assert int(r.headers["x-foveate-budget"]) in BUDGETS
+    pics = forwarded(provider.last().json(), "openai-chat")
+    assert pics and shows_answer(pics, renders)
+    assert priced("gpt-5.2", pics) <= billed_pictures("gpt-5.2", renders)

@@ -16,12 +16,17 @@ The rule, in full:
    evaluation's legible coverage);
 5. when no candidate does, the largest one.
 
+A document (:func:`auto_document_budget`) follows the same rule with one budget across its pages: the candidates are
+bounded by every page sent whole, the likely lines are those of the page the question is most likely about (the
+document's page score), and a candidate wins when the plan of that page shows them legibly.
+
 Blocking (runs in the gateway's thread pool); a few milliseconds per candidate tried.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +40,11 @@ from ..selection import Selection, select
 from ..vlm.plan import Plan, plan_for
 from ..vlm.rules.base import VlmRule
 from ..weights import Weights
+
+if TYPE_CHECKING:
+    from ..document.prompt import DocumentPlan
+    from ..document.select import DocumentSelection
+    from ..document.texture import DocumentTexture
 
 #: the budgets ``auto`` chooses from, smallest first
 BUDGETS = (64, 144, 273, 576)
@@ -100,3 +110,41 @@ def auto_budget(tex: Texture, question: str, rule: VlmRule, weights: Weights) ->
         if (legible_shares(p, boxes, heights) >= LEGIBLE_SHARE).all():
             return AutoBudget(budget, sel, p, f"{len(boxes)} likely line(s) legible")
     return AutoBudget(budget, sel, p, f"{len(boxes)} likely line(s) not all legible at any budget: the largest")
+
+
+@dataclass
+class AutoDocumentBudget:
+    """The budget chosen for a document, its selection and plan across the pages, and why."""
+
+    budget: int
+    selection: DocumentSelection
+    plan: DocumentPlan
+    why: str
+
+
+def auto_document_budget(doc: DocumentTexture, question: str, rule: VlmRule, weights: Weights) -> AutoDocumentBudget:
+    """The module's rule on a document: one budget across its pages (see the module docstring)."""
+    from ..document.prompt import plan_document
+    from ..document.select import select_document
+
+    whole = sum(int(rule.whole(p.image_size[1], p.image_size[0])[1].tokens) for p in doc.pages)
+    candidates = [b for b in BUDGETS if b <= whole] or [max(1, whole)]
+
+    def plan(budget: int) -> tuple[Any, Any]:
+        sel = select_document(doc, question, budget, weights=weights)
+        return sel, plan_document(sel, rule)
+
+    first = plan(candidates[0])
+    page = int(np.argmax(first[0].relevance))
+    boxes, heights = likely_lines(doc.pages[page], question, weights)
+    if not len(boxes):
+        budget = max([b for b in candidates if b <= DEFAULT_BUDGET] or candidates[:1])
+        return AutoDocumentBudget(budget, *plan(budget), "no likely answer line on the likeliest page")
+    for budget in candidates:
+        sel, p = first if budget == candidates[0] else plan(budget)
+        shown = [pl for i, pl in p.plans if i == page]
+        if shown and (legible_shares(shown[0], boxes, heights) >= LEGIBLE_SHARE).all():
+            return AutoDocumentBudget(budget, sel, p, f"{len(boxes)} likely line(s) on page {page + 1} legible")
+    return AutoDocumentBudget(
+        budget, sel, p, f"{len(boxes)} likely line(s) on page {page + 1} not all legible at any budget: the largest"
+    )

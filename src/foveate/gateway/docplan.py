@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import time
 
-from ..core.config import DEFAULT_BUDGET
 from ..core.io import encode_image
 from ..document.prompt import document_pictures, plan_document
 from ..document.select import select_document
@@ -24,6 +23,7 @@ from ..document.texture import DocumentTexture
 from ..query.query import MAX_QUERY_CHARS
 from ..vlm.rules.base import VlmRule
 from ..weights import Weights
+from .budget import auto_document_budget
 from .replan import Planned
 from .rewrite import Dialect
 
@@ -31,13 +31,20 @@ from .rewrite import Dialect
 def replan_document(
     doc: DocumentTexture, question: str, rule: VlmRule, dialect: Dialect, budget: int | str, weights: Weights
 ) -> Planned:
-    """``budget``: tokens to select across the pages; ``"auto"`` spends the default (273) on a document."""
+    """``budget``: tokens to select across the pages, or ``"auto"``
+    (:func:`~foveate.gateway.budget.auto_document_budget` chooses)."""
     t0 = time.perf_counter()
-    spend = DEFAULT_BUDGET if budget == "auto" else int(budget)
-    sel = select_document(doc, question[-MAX_QUERY_CHARS:], spend, weights=weights)
-    t1 = time.perf_counter()
-    plan = plan_document(sel, rule)
-    t2 = time.perf_counter()
+    question = question[-MAX_QUERY_CHARS:]
+    if budget == "auto":
+        chosen = auto_document_budget(doc, question, rule, weights)
+        spend, sel, plan = chosen.budget, chosen.selection, chosen.plan
+        t1 = t2 = time.perf_counter()  # select and plan together: their sum is in "select"
+    else:
+        spend = int(budget)
+        sel = select_document(doc, question, spend, weights=weights)
+        t1 = time.perf_counter()
+        plan = plan_document(sel, rule)
+        t2 = time.perf_counter()
     whole = plan.document_tokens
     n = sum(len(p.pictures) for _, p in plan.plans)
     over = rule.max_pictures is not None and n > rule.max_pictures
