@@ -130,3 +130,23 @@ def test_document_misuse_is_one_line(pdf, tmp_path):
     _one_error_line(run("info", pdf), "encode it first")
     _one_error_line(run("encode", pdf, "-o", tmp_path / "dir", "--preset", "fast"), "one .fvt file")
     _one_error_line(run("encode", pdf, "-o", tmp_path / "d.fvt", "--store", tmp_path / "st"), "not both")
+
+
+@pytest.mark.slow
+def test_prompt_for_qwen_writes_the_processors_inputs_for_every_page_picture(pdf, tmp_path):
+    """A document for a local Qwen2-VL: the chat-template messages, one image entry per planned picture, and the
+    processor's inputs (transformers' own image processor) in inputs.safetensors -- as many merged tokens as the
+    plan bills, page by page."""
+    from safetensors.numpy import load_file
+
+    done = run("prompt", pdf, "-q", "What is the total due?", "--vlm", "qwen2-vl", "-o", tmp_path / "q", "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    ledger = json.loads(done.stdout)
+    assert ledger["api"] == "qwen2-vl" and 0 < ledger["plan_tokens"] <= ledger["document_tokens"]
+    inputs = load_file(str(tmp_path / "q" / "inputs.safetensors"))
+    grid = inputs["image_grid_thw"]
+    assert len(grid) == len(ledger["pictures"]) and inputs["pixel_values"].shape[0] == int(grid.prod(1).sum())
+    assert int(grid.prod(1).sum()) // 4 == ledger["plan_tokens"]  # 2x2 patches merge into one token
+    body = json.loads((tmp_path / "q" / "request.json").read_text())
+    content = body["messages"][0]["content"]
+    assert sum(1 for c in content if c.get("type") == "image") == len(ledger["pictures"])

@@ -73,6 +73,11 @@ def test_document_select_and_prompt_match_the_library(server, uploaded, local_do
     assert 0 < ledger["plan_tokens"] <= ledger["document_tokens"]
     parts = r.json()["request"]["messages"][0]["content"]
     assert sum(p["type"] == "image_url" for p in parts) == len(ledger["pictures"]) > 0
+    body = {"text": "What is the total due?", "vlm": "qwen2-vl"}  # a local model: the pictures come as data URLs
+    r = httpx.post(f"{server.url}/v1/textures/{tid}/prompt", json=body, timeout=60)
+    assert r.status_code == 200, r.text
+    assert len(r.json()["pictures"]) == len(r.json()["ledger"]["pictures"]) > 0
+    assert all(u.startswith("data:image/png;base64,") for u in r.json()["pictures"])
 
 
 def test_page_spends_the_budget_on_one_page(server, uploaded, photo_id):

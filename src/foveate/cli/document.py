@@ -151,6 +151,10 @@ def prompt_document_cli(
         (pdir / f"{i:02d}-p{p + 1:03d}-{kind}.{ext}").write_bytes(encode_image(arr, ext))
     (output / "request.json").write_text(json.dumps(req.body))
     (output / "ledger.json").write_text(json.dumps(ledger, indent=1))
+    if req.inputs is not None:  # a local model's processor inputs (Qwen2-VL)
+        from safetensors.torch import save_file
+
+        save_file({k: v.contiguous() for k, v in req.inputs.items()}, str(output / "inputs.safetensors"))
     if json_out:
         out.print_json(json.dumps(ledger))
         return
@@ -165,7 +169,8 @@ def prompt_document_cli(
     out.print(
         f"{ledger['rule']} ({ledger['model']}): plan {ledger['plan_tokens']} tokens over {len(plans)} of "
         f"{doc.num_pages} pages; the whole document as pictures {ledger['document_tokens']}.  Wrote "
-        f"{output / 'request.json'}, {output / 'ledger.json'}, {pdir}/",
+        f"{output / 'request.json'}, {output / 'ledger.json'}, {pdir}/"
+        + (f", {output / 'inputs.safetensors'}" if req.inputs is not None else ""),
         highlight=False,
     )
 

@@ -92,7 +92,8 @@ def plan_document(
 @dataclass
 class DocumentRequest:
     """A request ready to post for a document: ``body``, the ``plan``, the ``pictures`` as sent (RGB arrays, body
-    order) with their ``lines`` and ``pages``."""
+    order) with their ``lines`` and ``pages``; for a local model's processor (Qwen2-VL) its ``inputs`` (torch tensors)
+    instead of ``encoded`` pictures."""
 
     body: dict[str, Any]
     plan: DocumentPlan
@@ -102,6 +103,13 @@ class DocumentRequest:
     question: str
     api: str
     model: str
+    inputs: dict[str, Any] | None = None
+    encoded: list[str] = field(default_factory=list)  # the pictures, base64 (empty with processor inputs)
+    media: str = "image/png"
+
+    def data_urls(self) -> list[str]:
+        """The pictures as data URLs, in body order (empty when the request carries processor inputs)."""
+        return [f"data:{self.media};base64,{data}" for data in self.encoded]
 
     def ledger(self) -> dict[str, Any]:
         doc = self.plan.to_dict()
@@ -123,15 +131,15 @@ def build_document_request(
     *,
     model: str | None = None,
     image_format: str = "png",
+    inputs: bool = True,
 ) -> DocumentRequest:
     """The request body for a document's selection: every touched page's planned pictures, in page order, each
-    introduced by ``Page i of N:`` and the line :func:`foveate.vlm.build_request` would give it."""
+    introduced by ``Page i of N:`` and the line :func:`foveate.vlm.build_request` would give it.  Qwen2-VL: the
+    processor's inputs too, unless ``inputs=False`` (then the pictures are encoded as for the other APIs)."""
     fmt = image_format.lower()
     if fmt not in MEDIA:
         raise ConfigError(f"image_format must be png or jpeg, got {image_format!r}")
     vrule, name = resolve(rule, model)
-    if vrule.api not in ("openai", "anthropic", "gemini"):
-        raise ConfigError(f"a document's request is built for the openai, anthropic and gemini APIs, not {vrule.api}")
     plan = plan_document(selection, vrule, model=name)
     pictures, arrays, lines, pages = [], [], [], []
     for i, pic, arr, line in document_pictures(doc, plan):
@@ -140,9 +148,10 @@ def build_document_request(
         arrays.append(arr)
         pages.append(i)
     q = question if question is not None else (selection.query.text or "Describe what you see.")
-    encoded = [_b64(encode_image(a, fmt)) for a in arrays]
+    processor_inputs = vrule.inputs(arrays) if inputs and arrays else None  # a local model's processor, else None
+    encoded = [] if processor_inputs is not None else [_b64(encode_image(a, fmt)) for a in arrays]
     body = vrule.body(name, lines, pictures, encoded, MEDIA[fmt], q)
-    return DocumentRequest(body, plan, arrays, lines, pages, q, vrule.api, name)
+    return DocumentRequest(body, plan, arrays, lines, pages, q, vrule.api, name, processor_inputs, encoded, MEDIA[fmt])
 
 
 def document_pictures(doc: DocumentTexture, plan: DocumentPlan) -> list[tuple[int, Picture, np.ndarray, str]]:

@@ -37,8 +37,14 @@ async def prompt(request: Request, tid: TextureId, body: PromptIn) -> dict:
             from ...document.prompt import build_document_request
 
             sel = select_across_pages(found, body, _engine(request).weights)
-            req = build_document_request(found, sel, body.vlm, body.text, model=body.model, image_format=body.format)
-            return {"ledger": req.ledger(), "request": req.body, "pictures": None}
+            req = build_document_request(
+                found, sel, body.vlm, body.text, model=body.model, image_format=body.format, inputs=False
+            )
+            return {
+                "ledger": req.ledger(),
+                "request": req.body,
+                "pictures": req.data_urls() if req.api == "qwen2-vl" else None,
+            }
         tex, sel = select_stored(request, tid, body, False, found)  # the server's weights, as every route's
         req = build_request(
             tex.image,
