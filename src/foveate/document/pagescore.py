@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..query.text.features import CURRENCY
+
 #: weight of the question's MiniLM cosine to a page's theme (the mean of its lines' embeddings) in the page score
 #: (:func:`foveate.document.select.page_scores`): how much what the page as a whole is about counts beside its best
 #: line.  Fitted with the other page constants on documents of training-split pages (``python
@@ -37,7 +39,6 @@ EVIDENCE_COLUMNS = ("log_p", "lexical", "cosine", "theme")
 #: the matrix's columns: the page's profile, then the evidence
 MATRIX_COLUMNS = PROFILE_COLUMNS + EVIDENCE_COLUMNS
 _MONEY = re.compile(r"\d+[.,]\d\d\b")
-_CURRENCY = re.compile(r"[$£€¥₹]|\b(?:rm|rs|usd|eur|gbp|sgd|inr|chf)\b", re.I)
 
 
 def page_profile(lines: Sequence[str], size: tuple[int, int] | None = None) -> np.ndarray:
@@ -56,7 +57,7 @@ def page_profile(lines: Sequence[str], size: tuple[int, int] | None = None) -> n
             float(np.log(len(lines))) / 5.0,
             float(np.mean([len(t) for t in lines])) / 40.0,
             float(np.mean([t.rstrip().endswith(":") for t in lines])),
-            float(np.mean([bool(_CURRENCY.search(t)) for t in lines])),
+            float(np.mean([bool(CURRENCY.search(t)) for t in lines])),
             tall,
             1.0,
         ]

@@ -26,7 +26,7 @@ Blocking (runs in the gateway's thread pool); a few milliseconds per candidate t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -130,7 +130,7 @@ def auto_document_budget(doc: DocumentTexture, question: str, rule: VlmRule, wei
     whole = sum(int(rule.whole(p.image_size[1], p.image_size[0])[1].tokens) for p in doc.pages)
     candidates = [b for b in BUDGETS if b <= whole] or [max(1, whole)]
 
-    def plan(budget: int) -> tuple[Any, Any]:
+    def plan(budget: int) -> tuple[DocumentSelection, DocumentPlan]:
         sel = select_document(doc, question, budget, weights=weights)
         return sel, plan_document(sel, rule)
 
