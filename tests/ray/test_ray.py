@@ -194,6 +194,21 @@ def _wait_for_other_jobs_to_die(timeout: float = 60.0) -> None:
     raise AssertionError(f"{len(alive)} actors of the killed job still alive after {timeout:.0f} s")
 
 
+def _wait_for_parts_to_settle(out, quiet: float = 2.0, timeout: float = 60.0) -> None:
+    """Block until no part file has appeared in ``out`` for ``quiet`` seconds: a write task of the killed job (not an
+    actor, so not seen by :func:`_wait_for_other_jobs_to_die`) may still land its part after its actors are gone."""
+    deadline = time.time() + timeout
+    last, since = -1, time.time()
+    while time.time() < deadline:
+        now = len(part_files(str(out)))
+        if now != last:
+            last, since = now, time.time()
+        elif time.time() - since >= quiet:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"parts still appearing in {out} after {timeout:.0f} s")
+
+
 def test_a_killed_job_restarted_loses_and_duplicates_nothing(cluster, tmp_path):
     from PIL import Image
 
@@ -224,6 +239,7 @@ def test_a_killed_job_restarted_loses_and_duplicates_nothing(cluster, tmp_path):
         child.wait()
     assert 2 <= seen < n, f"the kill did not land mid-run ({seen} of {n} parts written)"
     _wait_for_other_jobs_to_die()
+    _wait_for_parts_to_settle(out)
     survived = _rows(out, ("id", "source"))
     assert seen <= len(survived) < n  # what was written stays; the batches in flight are lost
     restart = encode_dataset(imgs, out, preset="fast", concurrency=2, batch_size=1, progress=False)
