@@ -38,11 +38,10 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     import eval_documents as E
     import foveate
-    from foveate.document.pagescore import MATRIX_COLUMNS, PAGE_THEME, page_profile
-    from foveate.document.select import page_features
+    from foveate.document.pagescore import MATRIX_COLUMNS, PAGE_THEME
+    from foveate.document.select import page_features, profile_row
     from foveate.document.texture import DocumentTexture
     from foveate.query.text.embed import embed_query
-    from foveate.query.text.layout import text_index
     from foveate.weights.defaults import PAGE_COSINE, PAGE_LEXICAL
 
     ns = argparse.Namespace(
@@ -55,13 +54,8 @@ def main() -> None:
     for _, pages, target, q in E.build(ns, Path(args.cache)):
         doc = DocumentTexture([tex for _, tex, _ in pages], "images")
         evidence = page_features(doc, q.text, ranker)[:, :4]
-        base = evidence @ w0
-        prof = []
-        for p, ev in zip(doc.pages, evidence):
-            ix = text_index(p)
-            lines = [ln.text for ln in ix.lines] if ix is not None else []
-            prof.append(np.concatenate([page_profile(lines, p.image_size), ev if lines else np.zeros(4)]))
-        items.append((base, np.array(prof), embed_query(q.text).astype(np.float64), target))
+        prof = np.array([profile_row(p, ev) for p, ev in zip(doc.pages, evidence)])
+        items.append((evidence @ w0, prof, embed_query(q.text).astype(np.float64), target))
     a = np.zeros((384, len(MATRIX_COLUMNS)))
     for _ in range(args.steps):
         grad = np.zeros_like(a)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,7 @@ import numpy as np
 
 from ..core.config import SelectConfig
 from ..core.errors import BudgetError, QueryError
+from ..core.texture import Texture
 from ..query.query import Query
 from ..query.scorer import Scorer, resolve_scorer
 from ..query.text.embed import embed_query
@@ -35,7 +37,7 @@ from ..selection.selection import Selection
 from ..selection.selector import resolve_select_config, score_texture, select
 from ..weights.defaults import PAGE_COSINE, PAGE_LEXICAL, PAGE_SHARE
 from ..weights.weights import WeightsSpec, load_weights
-from .pagescore import PAGE_THEME, page_profile, profile_matrix
+from .pagescore import MATRIX_COLUMNS, PAGE_THEME, page_profile, profile_matrix
 from .texture import DocumentTexture
 
 #: selection.json schema version of a document's selection (a single image's stays at 1)
@@ -149,14 +151,22 @@ def page_features(doc: DocumentTexture, question: str, ranker: Any) -> np.ndarra
         theme = index.embeddings.astype(np.float64).mean(0)
         g = float(theme @ q / max(float(np.linalg.norm(theme)), 1e-9))
         evidence = (math.log(max(float(p.max()), 1e-6)), float(lex.max()), float(cos.max()), g)
-        prof = 0.0
-        if lean is not None:
-            kind = index.cache.get("page_profile")  # the page's own part: once per page, not per question
-            if kind is None:
-                kind = index.cache["page_profile"] = page_profile([ln.text for ln in index.lines], page.image_size)
-            prof = float(np.concatenate([kind, evidence]) @ lean)
+        prof = float(profile_row(page, evidence) @ lean) if lean is not None else 0.0
         rows.append((*evidence, prof))
     return np.asarray(rows, np.float64) if any_lines else None
+
+
+def profile_row(page: Texture, evidence: Sequence[float]) -> np.ndarray:
+    """``[profile | evidence]`` of a page (:data:`.pagescore.MATRIX_COLUMNS`): what the question leans on in the
+    profile term, ``evidence`` being the page score's first four terms (:func:`page_features`); zeros for a page
+    without lines.  The profile is computed once per page (kept with its text index), not per question."""
+    index = text_index(page)
+    if index is None or not index.lines:
+        return np.zeros(len(MATRIX_COLUMNS))
+    kind = index.cache.get("page_profile")
+    if kind is None:
+        kind = index.cache["page_profile"] = page_profile([ln.text for ln in index.lines], page.image_size)
+    return np.concatenate([kind, np.asarray(evidence, np.float64)])
 
 
 def page_scores(

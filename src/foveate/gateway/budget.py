@@ -25,8 +25,9 @@ Blocking (runs in the gateway's thread pool); a few milliseconds per candidate t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
@@ -45,6 +46,9 @@ if TYPE_CHECKING:
     from ..document.prompt import DocumentPlan
     from ..document.select import DocumentSelection
     from ..document.texture import DocumentTexture
+
+S = TypeVar("S")  # a selection: one picture's or a document's
+P = TypeVar("P")  # its plan
 
 #: the budgets ``auto`` chooses from, smallest first
 BUDGETS = (64, 144, 273, 576)
@@ -91,25 +95,42 @@ def legible_shares(plan: Plan, boxes: np.ndarray, heights: np.ndarray) -> np.nda
     return out
 
 
+def _smallest_legible(
+    candidates: list[int],
+    plan: Callable[[int], tuple[S, P]],
+    boxes: np.ndarray,
+    heights: np.ndarray,
+    seen: Callable[[P], Plan | None],
+    where: str = "",
+) -> tuple[int, S, P, str]:
+    """Steps 3-5 of the rule: (budget, selection, plan, why) among ``candidates``; ``seen`` picks, from what ``plan``
+    makes, the picture plan the likely lines must be legible in (``None``: not shown at all)."""
+    if not len(boxes):
+        budget = max([b for b in candidates if b <= DEFAULT_BUDGET] or candidates[:1])
+        return (budget, *plan(budget), f"no likely answer line{where}")
+    for budget in candidates:
+        sel, p = plan(budget)
+        shown = seen(p)
+        if shown is not None and (legible_shares(shown, boxes, heights) >= LEGIBLE_SHARE).all():
+            return budget, sel, p, f"{len(boxes)} likely line(s){where} legible"
+    return budget, sel, p, f"{len(boxes)} likely line(s){where} not all legible at any budget: the largest"
+
+
+def _candidates(whole: int) -> list[int]:
+    """Step 2: the budgets no larger than the whole picture (or document) costs."""
+    return [b for b in BUDGETS if b <= whole] or [max(1, whole)]
+
+
 def auto_budget(tex: Texture, question: str, rule: VlmRule, weights: Weights) -> AutoBudget:
     """The budget of the rule above for ``question`` on ``tex`` under ``rule``, with its selection and plan."""
     h, w = tex.image_size
-    whole = rule.whole(w, h)[1].tokens
-    candidates = [b for b in BUDGETS if b <= whole] or [max(1, whole)]
 
     def plan(budget: int) -> tuple[Selection, Plan]:
         sel = select(tex, question, budget, weights=weights)
         return sel, plan_for(sel, rule)
 
     boxes, heights = likely_lines(tex, question, weights)
-    if not len(boxes):
-        budget = max([b for b in candidates if b <= DEFAULT_BUDGET] or candidates[:1])
-        return AutoBudget(budget, *plan(budget), "no likely answer line")
-    for budget in candidates:
-        sel, p = plan(budget)
-        if (legible_shares(p, boxes, heights) >= LEGIBLE_SHARE).all():
-            return AutoBudget(budget, sel, p, f"{len(boxes)} likely line(s) legible")
-    return AutoBudget(budget, sel, p, f"{len(boxes)} likely line(s) not all legible at any budget: the largest")
+    return AutoBudget(*_smallest_legible(_candidates(rule.whole(w, h)[1].tokens), plan, boxes, heights, lambda p: p))
 
 
 @dataclass
@@ -127,24 +148,17 @@ def auto_document_budget(doc: DocumentTexture, question: str, rule: VlmRule, wei
     from ..document.prompt import plan_document
     from ..document.select import select_document
 
-    whole = sum(int(rule.whole(p.image_size[1], p.image_size[0])[1].tokens) for p in doc.pages)
-    candidates = [b for b in BUDGETS if b <= whole] or [max(1, whole)]
+    candidates = _candidates(sum(int(rule.whole(p.image_size[1], p.image_size[0])[1].tokens) for p in doc.pages))
+    made: dict[int, tuple[DocumentSelection, DocumentPlan]] = {}
 
     def plan(budget: int) -> tuple[DocumentSelection, DocumentPlan]:
-        sel = select_document(doc, question, budget, weights=weights)
-        return sel, plan_document(sel, rule)
+        if budget not in made:  # the first candidate's selection also names the page
+            sel = select_document(doc, question, budget, weights=weights)
+            made[budget] = sel, plan_document(sel, rule)
+        return made[budget]
 
-    first = plan(candidates[0])
-    page = int(np.argmax(first[0].relevance))
+    page = int(np.argmax(plan(candidates[0])[0].relevance))
     boxes, heights = likely_lines(doc.pages[page], question, weights)
-    if not len(boxes):
-        budget = max([b for b in candidates if b <= DEFAULT_BUDGET] or candidates[:1])
-        return AutoDocumentBudget(budget, *plan(budget), "no likely answer line on the likeliest page")
-    for budget in candidates:
-        sel, p = first if budget == candidates[0] else plan(budget)
-        shown = [pl for i, pl in p.plans if i == page]
-        if shown and (legible_shares(shown[0], boxes, heights) >= LEGIBLE_SHARE).all():
-            return AutoDocumentBudget(budget, sel, p, f"{len(boxes)} likely line(s) on page {page + 1} legible")
     return AutoDocumentBudget(
-        budget, sel, p, f"{len(boxes)} likely line(s) on page {page + 1} not all legible at any budget: the largest"
+        *_smallest_legible(candidates, plan, boxes, heights, lambda p: dict(p.plans).get(page), f" on page {page + 1}")
     )
