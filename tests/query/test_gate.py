@@ -47,6 +47,7 @@ def test_a_page_is_read_whole_and_exactly_as_full_page_ocr(page):
 def test_a_sign_in_a_textured_picture_is_read_as_full_page_ocr_reads_it(sign_picture):
     auto, always = run_ocr(sign_picture, "auto"), run_ocr(sign_picture, "always")
     assert auto.gate["detector"] == "full" and auto.gate["blobs"] >= 1
+    assert auto.gate["windows"] >= 1 and auto.gate["reading"] in ("PARKING", "Level 2 exit")
     assert [ln.text for ln in always.lines] == ["PARKING", "Level 2 exit"]
     assert auto.lines == always.lines
 
@@ -73,6 +74,48 @@ def test_nothing_to_read_nothing_read(sign_picture):
         for img in (np.full((480, 640, 3), 200, np.uint8), _colour_field(480, 640, 3))
     )
     assert run_ocr(np.zeros((5, 300, 3), np.uint8), "auto").lines == []
+
+
+def _marks(kind: str) -> np.ndarray:
+    """A grey picture with marks the detector rates as text: a fence's pickets or a row of dashes.  (A row of empty
+    boxes is not one of them: the float recogniser reads it as check boxes, ``□ □ □``.)"""
+    img = np.full((480, 640, 3), 150, np.uint8)
+    if kind == "fence":
+        img[200:260, 100:500:6] = 30
+    else:
+        for x in range(100, 500, 12):
+            img[220:232, x : x + 6] = 20
+    return img
+
+
+@pytest.mark.parametrize("kind", ["fence", "dashes"])
+def test_marks_the_detector_takes_for_text_are_read_in_their_windows_and_skipped(kind):
+    """Step 4: the blobs count as text on the small copy, their windows read no line at the OCR's confidence, so
+    the image is not read whole -- and full-page OCR reads nothing there either."""
+    auto = run_ocr(_marks(kind), "auto")
+    assert auto.gate["blobs"] >= 1 and auto.gate["windows"] >= 1
+    assert auto.gate["detector"] == "none" and auto.gate["reading"] == "" and auto.lines == []
+    assert run_ocr(_marks(kind), "always").lines == []
+
+
+def test_windows_cover_every_blob_on_the_grid_inside_the_image():
+    """Each blob (grown by the margin) lies inside one window; windows are cut on the grid (or the image's side),
+    stay inside the image, and line-like ones come first."""
+    mask = np.zeros((96, 128), bool)
+    mask[10:14, 10:60] = True  # a line
+    mask[50:58, 100:106] = True  # a speck
+    mask[80:90, 2:8] = True  # another, near the edge
+    h, w = 480, 640
+    wins = G.windows(mask, (h, w))
+    assert len(wins) == 3
+    assert (wins[0][2] - wins[0][0]) >= 2 * (wins[0][3] - wins[0][1])  # the line first
+    sy, sx = h / mask.shape[0], w / mask.shape[1]
+    for y0, y1, x0, x1 in ((10, 14, 10, 60), (50, 58, 100, 106), (80, 90, 2, 8)):
+        assert any(a <= x0 * sx and b <= y0 * sy and x1 * sx <= c and y1 * sy <= d for a, b, c, d in wins)
+    for a, b, c, d in wins:
+        assert 0 <= a < c <= w and 0 <= b < d <= h
+        assert (c - a) % G.WINDOW_GRID == 0 or c - a == w
+        assert (d - b) % G.WINDOW_GRID == 0 or d - b == h
 
 
 def test_the_gate_is_cheaper_than_the_detector_it_saves(sign_picture):

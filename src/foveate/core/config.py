@@ -18,8 +18,10 @@ from .errors import BudgetError, ConfigError
 #: where its gate finds text by default (``ocr="auto"``); 3: and gradient magnitude and edge distance are computed
 #: independent of the thread count (last-bit changes); 4: the OCR pads short lines less
 #: (:data:`foveate.channels.text.ocr.REC_MIN_WIDTH`), so a few lines read differently; 5: the OCR runs on OpenVINO with
-#: an int8 recogniser, and the angle classifier only on a page turned over (:mod:`foveate.channels.text.backend`).
-ENCODER_VERSION = "5"
+#: an int8 recogniser, and the angle classifier only on a page turned over (:mod:`foveate.channels.text.backend`);
+#: 6: the gate reads its blobs' windows before the whole image, so a photo whose blobs hold no line is not read
+#: (:mod:`foveate.channels.text.gate`, step 4).
+ENCODER_VERSION = "6"
 
 #: Values of the ``ocr`` option of the text group: ``auto`` (the default: OCR where a detector pass on a small copy
 #: finds text, :mod:`foveate.channels.text.gate`) or ``always`` (the whole image, as before 0.2.0).

@@ -234,7 +234,7 @@ def run_ocr(image: np.ndarray, mode: str = DEFAULT_OCR_MODE) -> OcrResult:
         if mode == "auto":
             from .gate import gate_text
 
-            gate = gate_text(engine._load_det_model(), bgr)
+            gate = gate_text(engine, bgr)
         res = _read(engine, bgr) if gate is None or gate.detector == "full" else None
     return OcrResult(_lines(res, h, w), mode, None if gate is None else gate.to_dict(), ocr_runtime())
 
