@@ -11,13 +11,13 @@ holds any text -- and then recognises every line it finds.  The gate (``ocr="aut
    step between neighbouring pixels reaches :data:`GATE_MIN_STEP` (the network also answers 0.2-0.5 on blank or
    smoothly shaded areas);
 3. no such blob: the image has no text -- nothing is detected or recognised;
-4. otherwise each blob's window (the blob grown by :data:`WINDOW_MARGIN`, windows that meet merged, smallest first)
-   is read at the full pass's scale by the same detector and recogniser, until one reads a line at the OCR's own
-   confidence threshold: then the OCR runs on the whole image, as full-page OCR -- the same lines, read the same.
-   No window reads a line: no text.  The network rates many a photo's blobs as text (a fence, foliage, a tiled
-   floor) where full-page OCR then keeps nothing; the windows find that out for ~10-100 ms instead of the full
-   pass's ~200 ms, and let steps 1-2 be more sensitive (the threshold and step below are half those of a gate
-   without step 4) for no more passes over text-free photos.
+4. otherwise each blob's window (the blob grown by :data:`WINDOW_MARGIN`, windows that meet merged; line-like ones
+   first, then the smallest) is read at the full pass's scale by the same detector and recogniser, until one reads
+   a line at the OCR's own confidence threshold: then the OCR runs on the whole image, as full-page OCR -- the same
+   lines, read the same.  No window reads a line: no text.  The network rates many a photo's blobs as text (a
+   fence, foliage, a tiled floor) where full-page OCR then keeps nothing; the windows find that out for ~10-100 ms
+   instead of the full pass's ~200 ms, and let steps 1-2 be more sensitive (the threshold and step below are half
+   those of a gate without step 4) for no more passes over text-free photos.
 
 The windows only decide; their lines are not kept.  Detecting only in windows does not give the same lines: the
 detector's answer at a pixel depends on context across the whole image (see the blank-image response above), so
@@ -124,7 +124,8 @@ def text_blobs(det: Any, img: np.ndarray) -> tuple[int, float]:
 
 def windows(mask: np.ndarray, full_shape: tuple[int, int]) -> list[tuple[int, int, int, int]]:
     """The blobs of ``mask`` (the gate's copy) grown by :data:`WINDOW_MARGIN` and merged where they meet, as
-    ``(x0, y0, x1, y1)`` windows of an image of ``full_shape`` (h, w) cut on :data:`WINDOW_GRID`, smallest first."""
+    ``(x0, y0, x1, y1)`` windows of an image of ``full_shape`` (h, w) cut on :data:`WINDOW_GRID`: those at least
+    twice as wide as high first (a line: on a page the first window read holds one), then the smallest."""
     sh, sw = mask.shape
     h, w = full_shape
     k = 2 * WINDOW_MARGIN + 1
@@ -169,7 +170,7 @@ def gate_text(engine: Any, img: np.ndarray) -> GateResult:
     checked, reading = 0, ""
     if blobs:
         big = det.get_preprocess().resize(engine.preprocess_img(img)[0])  # the full pass's scale
-        for x0, y0, x1, y1 in windows(mask, big.shape[:2]):
+        for x0, y0, x1, y1 in windows(mask, big.shape[:2]) if big is not None else ():
             checked += 1
             crops = line_crops(det, big[y0:y1, x0:x1])
             reading = first_reading(engine, crops) if crops else ""
