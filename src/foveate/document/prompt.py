@@ -19,6 +19,7 @@ import numpy as np
 
 from ..core.errors import ConfigError
 from ..core.io import encode_image
+from ..vlm.formats import data_url
 from ..vlm.models import resolve
 from ..vlm.payload import MEDIA, picture_line
 from ..vlm.picture import Picture
@@ -109,7 +110,7 @@ class DocumentRequest:
 
     def data_urls(self) -> list[str]:
         """The pictures as data URLs, in body order (empty when the request carries processor inputs)."""
-        return [f"data:{self.media};base64,{data}" for data in self.encoded]
+        return [data_url(self.media, data) for data in self.encoded]
 
     def ledger(self) -> dict[str, Any]:
         doc = self.plan.to_dict()

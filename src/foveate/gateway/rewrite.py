@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import FoveateError
+from ..vlm.formats import anthropic_picture, chat_picture, data_url
 
 #: the media type of the documents re-planned (other files pass as they are)
 PDF_MEDIA = "application/pdf"
@@ -225,10 +226,7 @@ class OpenAIChat(Dialect):
         return _pdf_data_url(data, where)
 
     def parts(self, line, media, b64, option):
-        image_url: dict[str, Any] = {"url": f"data:{media};base64,{b64}"}
-        if option is not None:
-            image_url["detail"] = option
-        return [{"type": "text", "text": line}, {"type": "image_url", "image_url": image_url}]
+        return chat_picture(line, media, b64, option)
 
 
 class OpenAIResponses(Dialect):
@@ -268,7 +266,7 @@ class OpenAIResponses(Dialect):
     def parts(self, line, media, b64, option):
         return [
             {"type": "input_text", "text": line},
-            {"type": "input_image", "image_url": f"data:{media};base64,{b64}", "detail": option or "auto"},
+            {"type": "input_image", "image_url": data_url(media, b64), "detail": option or "auto"},
         ]
 
 
@@ -315,10 +313,7 @@ class AnthropicMessages(Dialect):
         return self.url(part)
 
     def parts(self, line, media, b64, option):
-        return [
-            {"type": "text", "text": line},
-            {"type": "image", "source": {"type": "base64", "media_type": media, "data": b64}},
-        ]
+        return anthropic_picture(line, media, b64)
 
 
 def _is_pdf_name(url: Any, filename: Any) -> bool:

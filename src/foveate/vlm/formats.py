@@ -22,6 +22,28 @@ if TYPE_CHECKING:
 ANTHROPIC_MAX_TOKENS = 1024
 
 
+def data_url(media: str, b64: str) -> str:
+    """A picture as a data URL: ``data:MEDIA;base64,DATA``."""
+    return f"data:{media};base64,{b64}"
+
+
+def chat_picture(line: str, media: str, b64: str, option: str | None) -> list[dict[str, Any]]:
+    """One picture of a chat-completions message: its line, then an ``image_url`` part (``detail`` where the plan
+    chose one).  The gateway's rewrite (:mod:`foveate.gateway.rewrite`) builds the same parts."""
+    image_url = {"url": data_url(media, b64)}
+    if option is not None:
+        image_url["detail"] = option
+    return [{"type": "text", "text": line}, {"type": "image_url", "image_url": image_url}]
+
+
+def anthropic_picture(line: str, media: str, b64: str) -> list[dict[str, Any]]:
+    """One picture of an Anthropic message: its line, then a base64 ``image`` block."""
+    return [
+        {"type": "text", "text": line},
+        {"type": "image", "source": {"type": "base64", "media_type": media, "data": b64}},
+    ]
+
+
 @dataclass(frozen=True)
 class RequestFormat:
     """A request body format, named by its ``api``."""
@@ -55,10 +77,7 @@ class OpenAIChat(RequestFormat):
     ) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
         for line, pic, data in zip(lines, pictures, encoded):
-            image_url = {"url": f"data:{media};base64,{data}"}
-            if pic.option is not None:
-                image_url["detail"] = pic.option
-            content += [{"type": "text", "text": line}, {"type": "image_url", "image_url": image_url}]
+            content += chat_picture(line, media, data, pic.option)
         return {
             "model": model,
             "messages": [{"role": "user", "content": content + [{"type": "text", "text": question}]}],
@@ -77,10 +96,7 @@ class AnthropicMessages(RequestFormat):
     ) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
         for line, data in zip(lines, encoded):
-            content += [
-                {"type": "text", "text": line},
-                {"type": "image", "source": {"type": "base64", "media_type": media, "data": data}},
-            ]
+            content += anthropic_picture(line, media, data)
         return {
             "model": model,
             "max_tokens": ANTHROPIC_MAX_TOKENS,

@@ -16,7 +16,7 @@ import numpy as np
 from ..core.errors import ConfigError
 from ..core.io import encode_image
 from ..selection import Selection
-from .formats import FORMATS
+from .formats import FORMATS, data_url
 from .models import resolve
 from .picture import Picture
 from .pictures import cut_pictures
@@ -45,7 +45,7 @@ class Request:
 
     def data_urls(self) -> list[str]:
         """The pictures as data URLs, in body order (empty when the request carries processor inputs)."""
-        return [f"data:{self.media};base64,{data}" for data in self.encoded]
+        return [data_url(self.media, data) for data in self.encoded]
 
     def ledger(self) -> dict[str, Any]:
         """The plan's ledger plus the request's model, API, lines and an estimate of their text tokens

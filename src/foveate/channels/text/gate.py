@@ -119,7 +119,7 @@ def ink_mask(det: Any, img: np.ndarray) -> tuple[np.ndarray, int]:
 def text_blobs(det: Any, img: np.ndarray) -> tuple[int, float]:
     """``(blobs, share)``: the inked blobs of :func:`ink_mask` and the share of the gate's copy they cover."""
     mask, blobs = ink_mask(det, img)
-    return blobs, float(mask.mean()) if blobs else 0.0
+    return blobs, float(mask.mean())
 
 
 def windows(mask: np.ndarray, full_shape: tuple[int, int]) -> list[tuple[int, int, int, int]]:
@@ -176,6 +176,5 @@ def gate_text(engine: Any, img: np.ndarray) -> GateResult:
             reading = first_reading(engine, crops) if crops else ""
             if reading:
                 break
-    share = float(mask.mean()) if blobs else 0.0
     ms = (time.perf_counter() - t0) * 1000.0
-    return GateResult("full" if reading else "none", blobs, share, checked, reading, ms)
+    return GateResult("full" if reading else "none", blobs, float(mask.mean()), checked, reading, ms)
