@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core.errors import ConfigError
 from ..core.io import encode_image
-from ..vlm.formats import data_url
+from ..vlm.formats import SentPictures, data_url
 from ..vlm.models import resolve
 from ..vlm.payload import MEDIA, picture_line
 from ..vlm.picture import Picture
@@ -151,7 +151,7 @@ def build_document_request(
     q = question if question is not None else (selection.query.text or "Describe what you see.")
     processor_inputs = vrule.inputs(arrays) if inputs and arrays else None  # a local model's processor, else None
     encoded = [] if processor_inputs is not None else [_b64(encode_image(a, fmt)) for a in arrays]
-    body = vrule.body(name, lines, pictures, encoded, MEDIA[fmt], q)
+    body = vrule.body(name, SentPictures(lines, pictures, encoded, MEDIA[fmt]), q)
     return DocumentRequest(body, plan, arrays, lines, pages, q, vrule.api, name, processor_inputs, encoded, MEDIA[fmt])
 
 

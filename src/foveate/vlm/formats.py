@@ -45,39 +45,38 @@ def anthropic_picture(line: str, media: str, b64: str) -> list[dict[str, Any]]:
 
 
 @dataclass(frozen=True)
+class SentPictures:
+    """The pictures a body carries, in order: each one's line, its plan entry and its base64 data of type ``media``
+    (no data where a processor takes the pixels instead: ``qwen2-vl``)."""
+
+    lines: Sequence[str]
+    pictures: Sequence[Picture]
+    encoded: Sequence[str]
+    media: str
+
+    def each(self) -> zip[tuple[str, Picture, str]]:
+        """``(line, picture, data)`` per encoded picture."""
+        return zip(self.lines, self.pictures, self.encoded)
+
+
+@dataclass(frozen=True)
 class RequestFormat:
     """A request body format, named by its ``api``."""
 
     api: str
     description: str
 
-    def body(
-        self,
-        model: str,
-        lines: Sequence[str],
-        pictures: Sequence[Picture],
-        encoded: Sequence[str],
-        media: str,
-        question: str,
-    ) -> dict[str, Any]:
-        """The JSON body for pictures already encoded as base64 ``encoded`` strings of type ``media``, each introduced
-        by its line of ``lines``, then ``question``."""
+    def body(self, model: str, sent: SentPictures, question: str) -> dict[str, Any]:
+        """The JSON body for ``sent`` (pictures already encoded as base64), each introduced by its line, then
+        ``question``."""
         raise NotImplementedError
 
 
 class OpenAIChat(RequestFormat):
-    def body(
-        self,
-        model: str,
-        lines: Sequence[str],
-        pictures: Sequence[Picture],
-        encoded: Sequence[str],
-        media: str,
-        question: str,
-    ) -> dict[str, Any]:
+    def body(self, model: str, sent: SentPictures, question: str) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
-        for line, pic, data in zip(lines, pictures, encoded):
-            content += chat_picture(line, media, data, pic.option)
+        for line, pic, data in sent.each():
+            content += chat_picture(line, sent.media, data, pic.option)
         return {
             "model": model,
             "messages": [{"role": "user", "content": content + [{"type": "text", "text": question}]}],
@@ -85,18 +84,10 @@ class OpenAIChat(RequestFormat):
 
 
 class AnthropicMessages(RequestFormat):
-    def body(
-        self,
-        model: str,
-        lines: Sequence[str],
-        pictures: Sequence[Picture],
-        encoded: Sequence[str],
-        media: str,
-        question: str,
-    ) -> dict[str, Any]:
+    def body(self, model: str, sent: SentPictures, question: str) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
-        for line, data in zip(lines, encoded):
-            content += anthropic_picture(line, media, data)
+        for line, _, data in sent.each():
+            content += anthropic_picture(line, sent.media, data)
         return {
             "model": model,
             "max_tokens": ANTHROPIC_MAX_TOKENS,
@@ -109,18 +100,10 @@ class GeminiContents(RequestFormat):
     ``inline_data`` (``"media_resolution": {"level": "MEDIA_RESOLUTION_LOW"}``: the per-part setting takes precedence
     over the request's)."""
 
-    def body(
-        self,
-        model: str,
-        lines: Sequence[str],
-        pictures: Sequence[Picture],
-        encoded: Sequence[str],
-        media: str,
-        question: str,
-    ) -> dict[str, Any]:
+    def body(self, model: str, sent: SentPictures, question: str) -> dict[str, Any]:
         parts: list[dict[str, Any]] = []
-        for line, pic, data in zip(lines, pictures, encoded):
-            part: dict[str, Any] = {"inline_data": {"mime_type": media, "data": data}}
+        for line, pic, data in sent.each():
+            part: dict[str, Any] = {"inline_data": {"mime_type": sent.media, "data": data}}
             if pic.option is not None:
                 part["media_resolution"] = {"level": f"MEDIA_RESOLUTION_{pic.option.upper()}"}
             parts += [{"text": line}, part]
@@ -128,17 +111,9 @@ class GeminiContents(RequestFormat):
 
 
 class ProcessorMessages(RequestFormat):
-    def body(
-        self,
-        model: str,
-        lines: Sequence[str],
-        pictures: Sequence[Picture],
-        encoded: Sequence[str],
-        media: str,
-        question: str,
-    ) -> dict[str, Any]:
+    def body(self, model: str, sent: SentPictures, question: str) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
-        for line in lines:
+        for line in sent.lines:
             content += [{"type": "text", "text": line}, {"type": "image"}]
         return {
             "model": model,

@@ -16,7 +16,7 @@ import numpy as np
 from ..core.errors import ConfigError
 from ..core.io import encode_image
 from ..selection import Selection
-from .formats import FORMATS, data_url
+from .formats import FORMATS, SentPictures, data_url
 from .models import resolve
 from .picture import Picture
 from .pictures import cut_pictures
@@ -94,7 +94,7 @@ def build_body(
     fmt = FORMATS.get(api)
     if fmt is None:
         raise ValueError(f"unknown request format {api!r}")
-    return fmt.body(model, lines, pictures, encoded, media, question)
+    return fmt.body(model, SentPictures(lines, pictures, encoded, media), question)
 
 
 def build_request(
@@ -131,7 +131,7 @@ def build_request(
     processor_inputs = rule.inputs(pics) if inputs else None  # a local model's processor (Qwen2-VL), else None
     encoded = [] if processor_inputs is not None else [_b64(encode_image(p, fmt)) for p in pics]
     t3 = time.perf_counter()
-    body = rule.body(model, lines, plan.pictures, encoded, MEDIA[fmt], q)
+    body = rule.body(model, SentPictures(lines, plan.pictures, encoded, MEDIA[fmt]), q)
     t4 = time.perf_counter()
     timings = {
         "plan": plan.timings_ms.get("plan", (t1 - t0) * 1e3) if plan.timings_ms else (t1 - t0) * 1e3,

@@ -10,17 +10,16 @@ says which reading the code takes and why.  The built-in rules live beside this 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...core.types import I64, U8, Array
-from ..formats import OPENAI_CHAT, RequestFormat
+from ..formats import OPENAI_CHAT, RequestFormat, SentPictures
 
 if TYPE_CHECKING:
-    from ..picture import Picture
+    pass
 
 Arr = Array
 
@@ -61,17 +60,9 @@ class VlmRule:
         """``(tokens, seen_w, seen_h)`` for pictures sent at ``w x h`` (int arrays of one shape) with ``option``."""
         raise NotImplementedError
 
-    def body(
-        self,
-        model: str,
-        lines: Sequence[str],
-        pictures: Sequence[Picture],
-        encoded: Sequence[str],
-        media: str,
-        question: str,
-    ) -> dict[str, Any]:
+    def body(self, model: str, sent: SentPictures, question: str) -> dict[str, Any]:
         """The request body of this rule's provider (:attr:`format`) for pictures already encoded as base64."""
-        return self.format.body(model, lines, pictures, encoded, media, question)
+        return self.format.body(model, sent, question)
 
     def inputs(self, pictures: list[U8]) -> dict[str, Any] | None:
         """Model inputs a local model's processor makes of the pictures (Qwen2-VL: ``pixel_values`` and
