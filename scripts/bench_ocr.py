@@ -1,6 +1,7 @@
 """A page's encode against the OCR engine alone, in one process, page by page.
 
-    python scripts/bench_ocr.py ../shared/data/funsd_forms [-n 20] [--split test] [--json out/bench-ocr.json]
+    python scripts/bench_ocr.py ../shared/data/funsd_forms [-n 20] [--split test] [--recogniser float|int8]
+        [--json out/bench-ocr.json]
 
 For each page (the first of the chosen ones is a warm-up, not counted): a plain full-page pass of the bundled OCR
 engine (``rapidocr.RapidOCR()`` with its own defaults, every model on onnxruntime) and foveate's ``default``-preset
@@ -32,6 +33,9 @@ def main() -> None:
     ap.add_argument("data_dir", type=Path)
     ap.add_argument("-n", type=int, default=20, help="pages timed (after one warm-up page)")
     ap.add_argument("--split", default="test", help="train / val / test / all (foveate.eval.data.split_of)")
+    ap.add_argument(
+        "--recogniser", default="float", help="the encode's recogniser: float or int8 (foveate prepare --int8)"
+    )
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
 
@@ -65,7 +69,7 @@ def main() -> None:
         def run_encode(rgb=rgb) -> tuple[float, str, dict]:
             clear_ocr_cache()
             t0 = time.perf_counter()
-            tex = foveate.encode(rgb, preset="default")
+            tex = foveate.encode(rgb, preset="default", options={"recogniser": args.recogniser})
             dt = time.perf_counter() - t0
             text = tex.extras["text"]
             return dt, " ".join(ln["text"] for ln in text["lines"]), text.get("timings_ms", {})
@@ -101,6 +105,7 @@ def main() -> None:
         "pages": len(rows),
         "split": args.split,
         "ocr_backend": ocr_backend(),
+        "recogniser": args.recogniser,
         "plain_median_s": round(med_plain, 4),
         "encode_median_s": round(med_enc, 4),
         "ratio_of_medians": round(med_enc / med_plain, 3),

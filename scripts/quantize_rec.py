@@ -1,5 +1,5 @@
 """Make the int8 text recogniser from training-split pages of real sets instead of the generated pages
-``foveate prepare`` uses (both write where foveate looks: ``$FOVEATE_CACHE/ocr/rec_int8.onnx``).
+``foveate prepare --int8`` uses (both write where foveate looks: ``$FOVEATE_CACHE/ocr/rec_int8.onnx``).
 
     python scripts/quantize_rec.py ../shared/data/funsd_forms ../shared/data/wildreceipt [--pages 6] [-o PATH]
 

@@ -130,3 +130,12 @@ def test_video_keyframe_interval_has_one_default():
     """The command line said 30, ``VideoConfig`` 60."""
     default = inspect.signature(video_cli.video).parameters["keyframe_interval"].default.default
     assert default == VideoConfig.keyframe_interval == VideoConfig().keyframe_interval
+
+
+def test_the_int8_recogniser_unmade_is_one_line_not_a_silent_float(tmp_path, monkeypatch, page_path):
+    """``--recogniser int8`` on a machine where ``foveate prepare --int8`` was not run: one line naming the command
+    that makes it, and no texture written (never one read by the float model under the int8 config)."""
+    monkeypatch.setenv("FOVEATE_CACHE", str(tmp_path / "cache"))
+    done = run("encode", page_path, "--recogniser", "int8", "-o", tmp_path / "p.fvt")
+    _one_error_line(done, "foveate prepare --int8")
+    assert not (tmp_path / "p.fvt").exists()

@@ -108,13 +108,16 @@ def test_encode_select_and_prompt_work_on_a_core_install(tmp_path):
 
 
 @pytest.mark.slow
-def test_prepare_exports_the_question_encoder_once(tmp_path, monkeypatch):
+def test_prepare_exports_the_question_encoder_once_and_the_int8_recogniser_on_request(tmp_path, monkeypatch):
     env_cache = tmp_path / "cache"
     monkeypatch.setenv("FOVEATE_CACHE", str(env_cache))
     first = run("prepare", "--json")
-    second = run("prepare", "--json")
+    second = run("prepare", "--int8", "--json")
     assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
     a, b = json.loads(first.stdout)["question_encoder"], json.loads(second.stdout)["question_encoder"]
     assert a["status"] == "exported" and b["status"] == "ready" and a["folder"] == b["folder"]
     assert a["max_abs_diff"] <= 1e-5 and Path(a["folder"], "verified.json").is_file()
     assert Path(a["folder"]).is_relative_to(env_cache)
+    assert "int8_recogniser" not in json.loads(first.stdout)  # only on request
+    int8 = json.loads(second.stdout)["int8_recogniser"]
+    assert int8["status"] == "made" and Path(int8["path"]).is_relative_to(env_cache) and Path(int8["path"]).is_file()

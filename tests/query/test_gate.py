@@ -98,6 +98,27 @@ def test_marks_the_detector_takes_for_text_are_read_in_their_windows_and_skipped
     assert run_ocr(_marks(kind), "always").lines == []
 
 
+def _one_sign(text: str) -> np.ndarray:
+    rng = np.random.default_rng(5)
+    img = (_colour_field(480, 640, 3).astype(np.int16) + rng.integers(-12, 13, (480, 640, 3))).clip(0, 255)
+    img = img.astype(np.uint8)
+    img[300:364, 400:490] = render_page([TextLine(text, 12, 8, 40)], width=90, height=64, paper=235).image
+    return img
+
+
+def test_a_lone_glyph_counts_as_text_only_when_read_as_print(monkeypatch):
+    """A window reading one character decides "text" only at :data:`LONE_GLYPH_SCORE` (what the recogniser makes
+    of a photo's texture as one glyph reads at 0.56-0.79 on the shared photos); a printed letter reads at ~1.0, and
+    two characters count at the OCR's own threshold."""
+    letter, word = _one_sign("A"), _one_sign("OK")
+    auto = run_ocr(letter, "auto")
+    assert auto.gate["detector"] == "full" and auto.gate["reading"] == "A"
+    assert [ln.text for ln in auto.lines] == [ln.text for ln in run_ocr(letter, "always").lines] == ["A"]
+    monkeypatch.setattr(G, "LONE_GLYPH_SCORE", 1.01)  # no glyph alone is ever enough
+    assert run_ocr(letter, "auto").gate["detector"] == "none"
+    assert run_ocr(word, "auto").gate["reading"] == "OK"
+
+
 def test_windows_cover_every_blob_on_the_grid_inside_the_image():
     """Each blob (grown by the margin) lies inside one window; windows are cut on the grid (or the image's side),
     stay inside the image, and line-like ones come first."""

@@ -14,13 +14,13 @@ from foveate.channels.text import backend as B
 from foveate.channels.text import ocr as O
 from foveate.channels.text.gate import _normalise
 from foveate.core.device import ocr_backend
-from foveate.core.errors import DeviceError
+from foveate.core.errors import ConfigError, DeviceError
 
 
-def _engine(backend: str):
+def _engine(backend: str, recogniser: str = "int8"):
     from rapidocr import RapidOCR
 
-    return B.place(RapidOCR(params=O.engine_params()), backend, 2)
+    return B.place(RapidOCR(params=O.engine_params()), backend, 2, recogniser)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -38,7 +38,7 @@ def prepared(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def engines(prepared):
-    return {"openvino": _engine("openvino"), "onnxruntime": _engine("onnxruntime")}
+    return {"openvino": _engine("openvino"), "onnxruntime": _engine("onnxruntime", "float")}
 
 
 def _exact(lines, truth) -> int:
@@ -57,18 +57,38 @@ def test_openvino_runs_the_same_detector_as_onnxruntime(engines, page):
     assert a.shape == b.shape and float(np.abs(a - b).max()) < 1e-4
 
 
-def test_the_int8_recogniser_is_used_only_beside_the_model_it_was_made_from(tmp_path, monkeypatch):
+def test_the_int8_recogniser_is_used_only_when_asked_and_beside_the_model_it_was_made_from(tmp_path, monkeypatch):
     record = json.loads(B.int8_path().with_suffix(".json").read_text())
     (_, desc) = _engine("openvino")
     assert desc.endswith("int8 recogniser") and record["source"].startswith("PP-OCR")
+    engine, desc = _engine("openvino", "float")  # made, not asked for: the float one
+    assert desc == "openvino CPU (detector), onnxruntime CPU"
+    assert not isinstance(engine._load_rec_model().session, B.OpenVinoSession)
+    with pytest.raises(ConfigError, match="runs on OpenVINO only"):
+        _engine("onnxruntime")
     monkeypatch.setenv("FOVEATE_CACHE", str(tmp_path))
-    assert _engine("openvino")[1] == "openvino CPU (detector), onnxruntime CPU"  # not prepared: the float one
+    with pytest.raises(ConfigError, match="foveate prepare --int8"):  # asked for, not made: no silent float
+        _engine("openvino")
     B.int8_path().parent.mkdir(parents=True)
     B.int8_path().write_bytes(b"")
     B.int8_path().with_suffix(".json").write_text(json.dumps({**record, "source_sha256": "0" * 64}))
-    engine, desc = _engine("openvino")
-    assert desc == "openvino CPU (detector), onnxruntime CPU"
-    assert not isinstance(engine._load_rec_model().session, B.OpenVinoSession)
+    with pytest.raises(ConfigError, match="no int8 recogniser was made from this rapidocr's model"):
+        _engine("openvino")
+
+
+def test_the_recogniser_is_part_of_the_texture_config(page):
+    """The two recognisers read some lines differently, so a texture read by one is never taken for the other's."""
+    from foveate import EncodeConfig, encode
+
+    float_cfg, int8_cfg = EncodeConfig(), EncodeConfig(options={"recogniser": "int8"})
+    assert EncodeConfig(options={"recogniser": "float"}) == float_cfg and float_cfg.hash() != int8_cfg.hash()
+    with pytest.raises(ConfigError, match="recogniser='fp4' is not one of float, int8"):
+        EncodeConfig(options={"recogniser": "fp4"})
+    a, b = (encode(page.image, cfg, device="cpu").extras["text"] for cfg in (float_cfg, int8_cfg))
+    assert a["ocr"]["runtime"] == "openvino CPU (detector), onnxruntime CPU"
+    assert b["ocr"]["runtime"] == "openvino CPU, int8 recogniser"
+    read = [{t["text"] for t in x["lines"]} for x in (a, b)]
+    assert sum(t["text"] in read[1] for t in page.lines) >= 0.9 * sum(t["text"] in read[0] for t in page.lines)
 
 
 def test_the_angle_classifier_runs_only_on_a_page_turned_over(engines, page, monkeypatch):

@@ -126,11 +126,13 @@ def bench_corpus(
     modes: tuple[str, ...] = ("auto", "always"),
     preset: str = "default",
     limit: int | None = None,
+    recogniser: str = "float",
     label: str | None = None,
     console: Console | None = None,
     json_path: Path | None = None,
 ) -> dict[str, Any]:
-    """Encode every image of ``folder`` (recursively; the first ``limit`` + 1 in name order) once per OCR mode."""
+    """Encode every image of ``folder`` (recursively; the first ``limit`` + 1 in name order) once per OCR mode, its
+    lines read by ``recogniser``."""
     console = console or Console()
     root = Path(folder)
     images_dir = root / "images" if (root / "images").is_dir() else root
@@ -138,7 +140,7 @@ def bench_corpus(
     if limit is not None:
         paths = paths[: limit + 1]
     answers = _answer_boxes(root)
-    configs = {m: EncodeConfig(preset=preset, options=(("ocr", m),)) for m in modes}
+    configs = {m: EncodeConfig(preset=preset, options=(("ocr", m), ("recogniser", recogniser))) for m in modes}
     cpu = resolve_device("cpu")
     per_image: list[dict] = []
     with console.status(f"encoding {len(paths)} images x {len(modes)} OCR modes ...") as status:

@@ -67,6 +67,7 @@ def bench(
     ),
     ocr: str = typer.Option("auto,always", "--ocr", help="--folder: OCR modes to compare (auto, always)."),
     limit: int | None = typer.Option(None, "--limit", help="--folder: the first N images (after one warm-up)."),
+    recogniser: str = typer.Option("float", "--recogniser", help="--folder: the text recogniser, float or int8."),
 ) -> None:
     """Benchmark encode (per channel group), select (scoring + cascade, and with the token cut) and memory; or,
     with --folder, the per-image encode of a folder with gated and full-page OCR."""
@@ -84,6 +85,7 @@ def bench(
             modes=modes,
             preset=presets.split(",")[0] if presets != "fast,default,full" else "default",
             limit=limit,
+            recogniser=recogniser,
             console=out,
             json_path=json_path,
         )

@@ -24,6 +24,7 @@ from .common import (
     OcrOpt,
     PatchOpt,
     PresetOpt,
+    RecogniserOpt,
     SemanticOpt,
     Source,
     StoredRef,
@@ -90,6 +91,7 @@ def encode(
     semantic_model: str | None = SemanticOpt,
     weights: str = WeightsOpt,
     ocr: str = OcrOpt,
+    recogniser: str = RecogniserOpt,
 ) -> None:
     """Encode image(s) once into texture file(s) (.fvt), into a texture store (--store), or on a Ray cluster into a
     texture dataset (--ray), that `foveate select` and `foveate serve` answer queries from.  Textures do not depend
@@ -100,7 +102,7 @@ def encode(
 
     load_weights(weights)
 
-    config = _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model, ocr)
+    config = _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model, ocr, recogniser)
     if ray is not None:
         if store is not None:
             raise FoveateError(
@@ -220,6 +222,7 @@ def select(
     device: str = DeviceOpt,
     semantic_model: str | None = SemanticOpt,
     ocr: str = OcrOpt,
+    recogniser: str = RecogniserOpt,
 ) -> None:
     """Select tokens for one or more queries and write selection.json, overlay.png, mosaic.png,
     tokens.safetensors and crops/ per query, into OUT/q01-<query>/, ...  A saved .fvt is not encoded again.
@@ -243,7 +246,7 @@ def select(
     texts: list[str | None] = list(query) or [None]
     queries = [_prompt_query(t, point, neg_point, box) for t in texts]
     srcs, many = expand_sources(sources, textures=True)
-    enc = _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model, ocr)
+    enc = _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model, ocr, recogniser)
     if many:
         select_many(srcs, output, queries, cfg, relevance, enc, device, opts, json_out)
         return
@@ -307,6 +310,7 @@ def info(
     device: str = DeviceOpt,
     semantic_model: str | None = SemanticOpt,
     ocr: str = OcrOpt,
+    recogniser: str = RecogniserOpt,
     json_out: bool = typer.Option(False, "--json", help="Print the texture's description as JSON instead of tables."),
 ) -> None:
     """Show a texture's channels, levels, memory and encode timings."""
@@ -325,7 +329,7 @@ def info(
     else:
         tex = _texture_for(
             path,
-            _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model, ocr),
+            _encode_config(preset, patch_size, max_levels, max_pixels, semantic_model, ocr, recogniser),
             device,
             quiet=json_out,
         )

@@ -17,6 +17,7 @@ from .common import (
     MaxPixOpt,
     PatchOpt,
     PresetOpt,
+    RecogniserOpt,
     WeightsOpt,
     _budgets,
     _encode_config,
@@ -129,6 +130,7 @@ def eval_command(
         "a detector pass on a small copy finds text; always = "
         "the whole image.",
     ),
+    recogniser: str = RecogniserOpt,
 ) -> None:
     """Measure on annotated data whether the selected tokens cover what each query asks about, next to the
     uniform, random, query-blind and oracle baselines at the same budget(s).  Writes eval.json (every
@@ -158,7 +160,7 @@ def eval_command(
         load_weights(w)  # fail now, not after the encodes
     config = EvalConfig(
         budgets=budgets,
-        encode=_encode_config(preset, patch_size, max_levels, max_pixels, ocr=text_ocr),
+        encode=_encode_config(preset, patch_size, max_levels, max_pixels, ocr=text_ocr, recogniser=recogniser),
         select=sel,
         variants=tuple(parse_variant(v, sel) for v in variant),
         baselines=BASELINES

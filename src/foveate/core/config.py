@@ -20,16 +20,25 @@ from .errors import BudgetError, ConfigError
 #: (:data:`foveate.channels.text.ocr.REC_MIN_WIDTH`), so a few lines read differently; 5: the OCR runs on OpenVINO with
 #: an int8 recogniser, and the angle classifier only on a page turned over (:mod:`foveate.channels.text.backend`);
 #: 6: the gate reads its blobs' windows before the whole image, so a photo whose blobs hold no line is not read
-#: (:mod:`foveate.channels.text.gate`, step 4).
-ENCODER_VERSION = "6"
+#: (:mod:`foveate.channels.text.gate`, step 4); 7: the recogniser that reads the lines is an option
+#: (``recogniser``: the float model by default, ``int8`` on request), so that a texture names the model that read it,
+#: and a gate window's lone glyph no longer counts as text.
+ENCODER_VERSION = "7"
 
 #: Values of the ``ocr`` option of the text group: ``auto`` (the default: OCR where a detector pass on a small copy
 #: finds text, :mod:`foveate.channels.text.gate`) or ``always`` (the whole image, as before 0.2.0).
 OCR_MODES = ("auto", "always")
+#: Values of the ``recogniser`` option of the text group: ``float`` (the default: the model in the rapidocr wheel) or
+#: ``int8`` (that model quantized once per machine by ``foveate prepare --int8``, ~1.7x as fast on OpenVINO; it reads
+#: some lines differently, and the shipped weights were fit on the float model's lines: EVAL.md, BENCHMARKS.md).
+RECOGNISERS = ("float", "int8")
 #: Options of the built-in groups that have a default and a fixed set of values: ``name -> (default, values)``.  A
 #: config is checked against them when built, and an option at its default is dropped, so that ``EncodeConfig()``
 #: and ``EncodeConfig(options={"ocr": "auto"})`` are the same config (one hash).
-CHOICE_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {"ocr": ("auto", OCR_MODES)}
+CHOICE_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "ocr": ("auto", OCR_MODES),
+    "recogniser": ("float", RECOGNISERS),
+}
 
 DEFAULT_BUDGET = 273
 #: the long side, in pixels, above which the overlay and mosaic a selection's files hold are written shrunk
@@ -54,7 +63,7 @@ class EncodeConfig:
         max_pixels: decompression-bomb guard: larger images raise ``ImageTooLargeError`` before decoding.
         n_segments: target number of superpixels for the ``clusters`` and ``boundaries`` groups.
         options: per-group options as sorted ``(key, value)`` pairs (e.g. a semantic model path, ``ocr``: ``auto``
-            or ``always``, see :data:`CHOICE_OPTIONS`); part of the hash.
+            or ``always``, ``recogniser``: ``float`` or ``int8``, see :data:`CHOICE_OPTIONS`); part of the hash.
     """
 
     preset: str = "default"

@@ -3,11 +3,12 @@ says.
 
 rapidocr builds each model's session with onnxruntime.  On an x86 CPU OpenVINO runs the text detector 3-4x as fast
 from the same ``.onnx`` file, with the same probability map to 1e-6; the float recogniser runs at the same speed in
-either.  An int8 recogniser runs ~1.7x as fast where one was made (``scripts/quantize_rec.py``, from training-split
-pages of real sets, into the cache: :mod:`.quantize`); without it the float one runs.  With onnxruntime-gpu and a
-GPU every model runs on CUDA through rapidocr's own switch.  A model's session is swapped after rapidocr built it:
-the pre- and post-processing stay rapidocr's.  What each costs and reads: BENCHMARKS.md, "Encode against the OCR
-engine alone".
+either.  An int8 recogniser runs ~1.7x as fast where a texture asks for it (option ``recogniser=int8``) and one was
+made (``foveate prepare --int8`` from generated pages, ``scripts/quantize_rec.py`` from training-split pages of real
+sets, into the cache: :mod:`.quantize`); it reads some lines differently, so it is never used unasked.  With
+onnxruntime-gpu and a GPU every model runs on CUDA through rapidocr's own switch.  A model's session is swapped
+after rapidocr built it: the pre- and post-processing stay rapidocr's.  What each costs and reads: BENCHMARKS.md,
+"Encode against the OCR engine alone".
 """
 
 from __future__ import annotations
@@ -82,23 +83,37 @@ def engine_changes(backend: str) -> dict[str, Any]:
 
 
 def int8_path() -> Path:
-    """Where the int8 recogniser is kept (``scripts/quantize_rec.py``, :mod:`.quantize`):
+    """Where the int8 recogniser is kept (``foveate prepare --int8``, ``scripts/quantize_rec.py``, :mod:`.quantize`):
     ``$FOVEATE_CACHE/ocr/rec_int8.onnx``, its record (``.json``) beside it."""
     from ...query.text.query_onnx import cache_root
 
     return cache_root() / "ocr" / "rec_int8.onnx"
 
 
-def place(engine: Any, backend: str, threads: int) -> tuple[Any, str]:
-    """Move ``engine``'s models to ``backend``: on ``"openvino"`` the detector (the very file rapidocr loaded) and the
-    recogniser (the int8 model, when it was made from the float one rapidocr loaded: :func:`int8_recogniser`).
-    Returns the engine and a description of where its models run, stored with every texture's text."""
+def place(engine: Any, backend: str, threads: int, recogniser: str = "float") -> tuple[Any, str]:
+    """Move ``engine``'s models to ``backend``: on ``"openvino"`` the detector (the very file rapidocr loaded) and,
+    for ``recogniser="int8"``, the int8 recogniser made from the float one rapidocr loaded (:func:`int8_recogniser`).
+    Returns the engine and a description of where its models run, stored with every texture's text.
+
+    Raises:
+        ConfigError: ``recogniser="int8"`` where none was made from this model, or off OpenVINO."""
+    from ...core.errors import ConfigError
+
+    int8 = None
+    if recogniser == "int8":
+        int8 = int8_recogniser(engine)
+        if int8 is None:
+            raise ConfigError(
+                "recogniser=int8: no int8 recogniser was made from this rapidocr's model on this machine; "
+                "run: foveate prepare --int8 (needs the 'onnx' extra)"
+            )
+        if backend != "openvino":
+            raise ConfigError(f"recogniser=int8 runs on OpenVINO only; the OCR runtime here is {backend}")
     if backend == "cuda":
         return engine, "onnxruntime CUDA"
     if backend != "openvino":
         return engine, "onnxruntime CPU"
     engine._load_det_model().session = OpenVinoSession(model_path(engine, "det"), threads, "det")
-    int8 = int8_recogniser(engine)
     if int8 is None:
         return engine, "openvino CPU (detector), onnxruntime CPU"
     rec = engine._load_rec_model()

@@ -14,7 +14,9 @@ holds any text -- and then recognises every line it finds.  The gate (``ocr="aut
 4. otherwise each blob's window (the blob grown by :data:`WINDOW_MARGIN`, windows that meet merged; line-like ones
    first, then the smallest) is read at the full pass's scale by the same detector and recogniser, until one reads
    a line at the OCR's own confidence threshold: then the OCR runs on the whole image, as full-page OCR -- the same
-   lines, read the same.  No window reads a line: no text.  The network rates many a photo's blobs as text (a
+   lines, read the same.  No window reads a line: no text.  A lone glyph counts only at :data:`LONE_GLYPH_SCORE`:
+   it is what the recogniser makes of a photo's texture (``V``, ``A``, a single Chinese character at 0.56-0.79 on
+   the shared photos), where a printed letter reads at ~1.0.  The network rates many a photo's blobs as text (a
    fence, foliage, a tiled floor) where full-page OCR then keeps nothing; the windows find that out for ~10-100 ms
    instead of the full pass's ~200 ms, and let steps 1-2 be more sensitive (the threshold and step below are half
    those of a gate without step 4) for no more passes over text-free photos.
@@ -52,6 +54,8 @@ WINDOW_MARGIN = 8
 #: windows are cut on this grid of the full pass's scale, so that the detector sees few input shapes (OpenVINO
 #: prepares its kernels once per shape)
 WINDOW_GRID = 64
+#: a window's reading of one character (spaces not counted) decides "text" only at this confidence or more
+LONE_GLYPH_SCORE = 0.9
 _GRID = 32
 
 
@@ -153,12 +157,16 @@ def line_crops(det: Any, window: np.ndarray) -> list[np.ndarray]:
 
 def first_reading(engine: Any, crops: list[np.ndarray]) -> str:
     """The first of ``crops`` the recogniser reads at the engine's confidence threshold (``Global.text_score``, as
-    full-page OCR keeps a line), or ``""``."""
+    full-page OCR keeps a line; a lone glyph at :data:`LONE_GLYPH_SCORE`), or ``""``."""
     from rapidocr.ch_ppocr_rec import TextRecInput
 
     res = engine._load_rec_model()(TextRecInput(img=crops, return_word_box=False))
     floor = float(engine.cfg.Global.text_score)
-    return next((str(t).strip() for t, s in zip(res.txts, res.scores) if str(t).strip() and s >= floor), "")
+    for text, score in zip(res.txts, res.scores):
+        chars = len("".join(str(text).split()))
+        if score >= floor and (chars > 1 or (chars == 1 and score >= LONE_GLYPH_SCORE)):
+            return str(text).strip()
+    return ""
 
 
 def gate_text(engine: Any, img: np.ndarray) -> GateResult:

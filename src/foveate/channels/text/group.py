@@ -19,7 +19,7 @@ from ...core.device import ENCODE_TORCH_THREADS, request_threads
 from ...core.ops import axis_overlap
 from ..base import ChannelGroup, EncodeContext
 from .embed import TEXT_EMBEDDER, embed_texts
-from .ocr import DEFAULT_OCR_MODE, OCR_ENGINE, OcrLine, ocr_result
+from .ocr import DEFAULT_OCR_MODE, DEFAULT_RECOGNISER, OCR_ENGINE, OcrLine, ocr_result
 
 if TYPE_CHECKING:
     from ...core.texture import Texture
@@ -139,7 +139,10 @@ def _text_group(ctx: EncodeContext) -> np.ndarray:
     if layer is not None:
         lines, engine, ocr = list(layer), TEXT_LAYER_ENGINE, {"mode": "text-layer"}
     else:
-        result = ocr_result(ctx.image, ctx.config.option("ocr") or DEFAULT_OCR_MODE)
+        cfg = ctx.config
+        result = ocr_result(
+            ctx.image, cfg.option("ocr") or DEFAULT_OCR_MODE, recogniser=cfg.option("recogniser") or DEFAULT_RECOGNISER
+        )
         lines, engine = result.lines, OCR_ENGINE
         ocr = {"mode": result.mode, "runtime": result.runtime, **({"gate": result.gate} if result.gate else {})}
     t1 = time.perf_counter()

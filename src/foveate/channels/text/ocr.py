@@ -16,12 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from ...core.config import CHOICE_OPTIONS, OCR_MODES
+from ...core.config import CHOICE_OPTIONS, OCR_MODES, RECOGNISERS
 from ...core.errors import ConfigError, UnsupportedInputError
 
 #: Name and version of the OCR engine, stored with every texture that has the text group.
 OCR_ENGINE = "rapidocr-3 PP-OCR (det+cls+rec, ONNX)"
 DEFAULT_OCR_MODE = CHOICE_OPTIONS["ocr"][0]
+DEFAULT_RECOGNISER = CHOICE_OPTIONS["recogniser"][0]
 #: The narrowest input the recogniser pads a batch of lines to, in pixels at its 48 px height.  rapidocr pads every
 #: batch to at least 320 (PaddleOCR's training width), so a batch of short fields ("Date:", "12.50") costs a long
 #: line's compute.  At 160 a page reads ~10 % (forms) to ~18 % (receipts) faster with the same accuracy against
@@ -113,28 +114,30 @@ def engine_params(changes: dict[str, Any] | None = None) -> dict[str, Any]:
     }
 
 
-@functools.lru_cache(maxsize=1)
-def ocr_setup() -> tuple[Any, str]:
+@functools.lru_cache(maxsize=len(RECOGNISERS))
+def ocr_setup(recogniser: str = DEFAULT_RECOGNISER) -> tuple[Any, str]:
     """The rapidocr engine with :func:`engine_params`, its models on the runtime
     :func:`foveate.core.device.ocr_backend` names (:mod:`.backend`), and that runtime's description.  Models load
-    once per process; the float ONNX files ship inside the rapidocr wheel; an int8
-    recogniser is used where ``scripts/quantize_rec.py`` made one."""
+    once per process and recogniser; the float ONNX files ship inside the rapidocr wheel; ``recogniser="int8"``
+    runs the int8 model ``foveate prepare --int8`` made (a :class:`ConfigError` where there is none)."""
     from rapidocr import RapidOCR
 
     from ...core.device import ocr_backend, ocr_threads
     from .backend import place
 
-    return place(RapidOCR(params=engine_params()), ocr_backend(), ocr_threads())
+    if recogniser not in RECOGNISERS:
+        raise ConfigError(f"unknown recogniser {recogniser!r}; choose one of {', '.join(RECOGNISERS)}")
+    return place(RapidOCR(params=engine_params()), ocr_backend(), ocr_threads(), recogniser)
 
 
-def ocr_engine() -> Any:
+def ocr_engine(recogniser: str = DEFAULT_RECOGNISER) -> Any:
     """The rapidocr engine of :func:`ocr_setup`."""
-    return ocr_setup()[0]
+    return ocr_setup(recogniser)[0]
 
 
-def ocr_runtime() -> str:
+def ocr_runtime(recogniser: str = DEFAULT_RECOGNISER) -> str:
     """Where the OCR models run (:func:`foveate.channels.text.backend.place`), stored with every texture's text."""
-    return str(ocr_setup()[1])
+    return str(ocr_setup(recogniser)[1])
 
 
 def _quad_to_box(quad: Any, h: int, w: int) -> tuple[int, int, int, int]:
@@ -212,12 +215,13 @@ def _read(engine: Any, bgr: np.ndarray) -> Any:
     return engine.build_final_output(ori, det_res, cls_res, rec_res, crops, op_record)
 
 
-def run_ocr(image: np.ndarray, mode: str = DEFAULT_OCR_MODE) -> OcrResult:
+def run_ocr(image: np.ndarray, mode: str = DEFAULT_OCR_MODE, recogniser: str = DEFAULT_RECOGNISER) -> OcrResult:
     """OCR an RGB image: the whole image (``mode="always"``), or the same when the gate finds text and nothing when
-    it does not (``"auto"``; :mod:`foveate.channels.text.gate`).
+    it does not (``"auto"``; :mod:`foveate.channels.text.gate`), its lines read by the ``recogniser`` named.
 
     Raises:
-        UnsupportedInputError: not an (H, W, 3) uint8 array.  ConfigError: an unknown mode.
+        UnsupportedInputError: not an (H, W, 3) uint8 array.  ConfigError: an unknown mode or recogniser, or the
+        int8 recogniser not made.
     """
     _check(image, "read_text")
     if mode not in OCR_MODES:
@@ -226,9 +230,9 @@ def run_ocr(image: np.ndarray, mode: str = DEFAULT_OCR_MODE) -> OcrResult:
     if min(h, w) < 8:
         from .gate import GateResult
 
-        return OcrResult([], mode, GateResult("none").to_dict() if mode == "auto" else None, ocr_runtime())
+        return OcrResult([], mode, GateResult("none").to_dict() if mode == "auto" else None, ocr_runtime(recogniser))
     bgr = np.ascontiguousarray(image[..., ::-1])
-    engine = ocr_engine()
+    engine = ocr_engine(recogniser)
     gate = None
     with _ENGINE_LOCK:  # the engine keeps per-call state; one call at a time
         if mode == "auto":
@@ -236,7 +240,7 @@ def run_ocr(image: np.ndarray, mode: str = DEFAULT_OCR_MODE) -> OcrResult:
 
             gate = gate_text(engine, bgr)
         res = _read(engine, bgr) if gate is None or gate.detector == "full" else None
-    return OcrResult(_lines(res, h, w), mode, None if gate is None else gate.to_dict(), ocr_runtime())
+    return OcrResult(_lines(res, h, w), mode, None if gate is None else gate.to_dict(), ocr_runtime(recogniser))
 
 
 def read_text(image: np.ndarray) -> list[OcrLine]:
@@ -263,16 +267,19 @@ def _pixels_key(image: np.ndarray) -> str:
     return h.hexdigest()
 
 
-def ocr_result(image: np.ndarray, mode: str = DEFAULT_OCR_MODE, cache: bool = True) -> OcrResult:
-    """:func:`run_ocr` with a small in-process cache keyed by the pixels' hash and the mode, so encoding the same
-    image again (another preset, another patch size) does not OCR it twice.  ``cache=False`` always runs the OCR."""
+def ocr_result(
+    image: np.ndarray, mode: str = DEFAULT_OCR_MODE, cache: bool = True, recogniser: str = DEFAULT_RECOGNISER
+) -> OcrResult:
+    """:func:`run_ocr` with a small in-process cache keyed by the pixels' hash, the mode and the recogniser, so
+    encoding the same image again (another preset, another patch size) does not OCR it twice.  ``cache=False``
+    always runs the OCR."""
     if not cache:
-        return run_ocr(image, mode)
-    key = f"{mode}:{_pixels_key(image)}"
+        return run_ocr(image, mode, recogniser)
+    key = f"{mode}:{recogniser}:{_pixels_key(image)}"
     if key in _OCR_CACHE:
         _OCR_CACHE.move_to_end(key)
         return _OCR_CACHE[key]
-    result = run_ocr(image, mode)
+    result = run_ocr(image, mode, recogniser)
     _OCR_CACHE[key] = result
     while len(_OCR_CACHE) > _OCR_CACHE_SIZE:
         _OCR_CACHE.popitem(last=False)

@@ -1,6 +1,7 @@
 """The int8 text recogniser, made once per machine from the float model in the rapidocr wheel
-(``scripts/quantize_rec.py``, calibrated on training-split pages of real sets; :func:`generated_pages` for the tests,
-which need a model and no data set).
+(``scripts/quantize_rec.py``, calibrated on training-split pages of real sets; :func:`generated_pages` for
+``foveate prepare --int8`` and the tests, which need a model and no data set).  Encodes use it only when asked
+(option ``recogniser=int8``).
 
 Calibration: the line crops rapidocr's own detector finds on the given pages, prepared exactly as its recogniser
 prepares a batch (6 lines, padded to the widest and to ``REC_MIN_WIDTH`` at least).  Static quantization with
