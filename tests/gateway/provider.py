@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -23,8 +24,6 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-
-from foveate.service.process import free_port
 
 RATE_HEADERS = {"retry-after": "7", "x-ratelimit-remaining-requests": "0", "x-ratelimit-limit-requests": "60"}
 SLOW_S = 5.0
@@ -141,10 +140,13 @@ class _Loopback:
     """A Starlette app served by uvicorn in a thread on a free loopback port, for a ``with`` block."""
 
     def __init__(self, routes: list[Route]) -> None:
-        self.port = free_port()
+        # bound here and handed to uvicorn: no other process can take the port between choosing and binding it
+        self.socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.socket.bind(("127.0.0.1", 0))
+        self.port = self.socket.getsockname()[1]
         config = uvicorn.Config(Starlette(routes=routes), host="127.0.0.1", port=self.port, log_level="warning")
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
 
     def __enter__(self) -> Self:
         self.thread.start()
@@ -156,6 +158,7 @@ class _Loopback:
     def __exit__(self, *exc) -> None:
         self.server.should_exit = True
         self.thread.join(10)
+        self.socket.close()
 
 
 class Provider(_Loopback):

@@ -536,3 +536,35 @@ def test_port_in_use_is_one_line_exit_1(tmp_path):
     assert len(lines) == 1, r.stderr[-2000:]
     assert lines[0].startswith(f"error: cannot listen on 127.0.0.1:{port}: address already in use ("), lines[0]
     assert "Traceback" not in r.stderr and "foveate serve: http" not in r.stderr
+
+
+def test_a_port_taken_before_the_server_binds_it_is_not_mistaken_for_the_server(tmp_path, monkeypatch):
+    """Another process (here a plain HTTP server answering 200 to anything) takes the free port drawn for the
+    server before the server binds it: the server's start says "address already in use", and ``ServerProcess``
+    draws another port -- it never reports the other process's ``/healthz`` as its server's."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from foveate.service import process
+
+    class Anything(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args) -> None:
+            pass
+
+    impostor = ThreadingHTTPServer(("127.0.0.1", 0), Anything)
+    threading.Thread(target=impostor.serve_forever, daemon=True).start()
+    taken = impostor.server_address[1]
+    assert process.holds_port(process.os.getpid(), taken) is True
+    real, drawn = process.free_port, iter([taken])
+    monkeypatch.setattr(process, "free_port", lambda: next(drawn, None) or real())
+    try:
+        with ServerProcess(tmp_path) as srv:
+            assert srv.port != taken and process.holds_port(srv.proc.pid, srv.port) is True
+            assert process.holds_port(srv.proc.pid, taken) is False
+            assert httpx.get(srv.url + "/healthz").json()["status"] == "ok"
+    finally:
+        impostor.shutdown()
+        impostor.server_close()

@@ -18,9 +18,37 @@ from pathlib import Path
 
 
 def free_port() -> int:
+    """A loopback port free now (another process may take it before it is bound: :class:`ServerProcess` retries)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def holds_port(pid: int, port: int) -> bool | None:
+    """Whether process ``pid`` listens on TCP ``port`` (Linux: its socket inodes in ``/proc/<pid>/fd`` against the
+    listening sockets of ``/proc/net/tcp``); ``None`` where that cannot be told (no ``/proc``)."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+        table = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return None
+    inodes = set()
+    for fd in fds:
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue  # closed meanwhile
+        if link.startswith("socket:["):
+            inodes.add(link[8:-1])
+    for row in table:
+        f = row.split()
+        if len(f) > 9 and f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port and f[9] in inodes:
+            return True
+    return False
+
+
+#: how often :meth:`ServerProcess.start` tries another port when the one it drew was taken before the server bound it
+PORT_TRIES = 5
 
 
 def _vm_rss(pid: int) -> int | None:
@@ -30,6 +58,10 @@ def _vm_rss(pid: int) -> int | None:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     return None
+
+
+class _PortTaken(Exception):
+    """The drawn port was bound by another process first."""
 
 
 class ServerProcess:
@@ -63,6 +95,16 @@ class ServerProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> ServerProcess:
+        """Start the server on a free loopback port and wait until it answers ``/healthz`` -- itself, not another
+        process that took the port meanwhile (:func:`holds_port`); a port taken first: another one."""
+        for _ in range(PORT_TRIES):
+            try:
+                return self._start_once()
+            except _PortTaken:
+                continue
+        raise RuntimeError(f"foveate {self.command}: {PORT_TRIES} free ports were taken first:\n{self.log()}")
+
+    def _start_once(self) -> ServerProcess:
         import httpx
 
         self.port = free_port()
@@ -98,12 +140,15 @@ class ServerProcess:
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                if "address already in use" in self.log():
+                    raise _PortTaken
                 raise RuntimeError(f"foveate {self.command} exited with code {self.proc.returncode}:\n{self.log()}")
             try:
-                if httpx.get(self.url + "/healthz", timeout=2.0).status_code == 200:
-                    return self
+                ok = httpx.get(self.url + "/healthz", timeout=2.0).status_code == 200
             except httpx.HTTPError:
-                pass
+                ok = False
+            if ok and holds_port(self.proc.pid, self.port) is not False:
+                return self
             time.sleep(0.1)
         self.stop()
         raise RuntimeError(
