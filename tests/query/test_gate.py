@@ -39,9 +39,25 @@ def sign_picture() -> np.ndarray:
 
 
 def test_a_page_is_read_whole_and_exactly_as_full_page_ocr(page):
+    """Mostly paper with some ink: read whole at step 0, without the small copy or a window."""
     auto, always = run_ocr(page.image, "auto"), run_ocr(page.image, "always")
-    assert auto.gate["detector"] == "full" and always.gate is None
+    assert auto.gate["detector"] == "full" and auto.gate["page"] and auto.gate["windows"] == 0 and always.gate is None
     assert auto.lines == always.lines and len(auto.lines) >= 30
+
+
+def test_step_0_takes_paper_with_ink_for_a_page_and_nothing_else(page, sign_picture):
+    """Blank paper, a photo-like picture and a grey sheet are not pages; a ruled sheet without words is, and costs
+    a full pass that reads nothing (what step 0 risks: time, never a line)."""
+    bgr = np.ascontiguousarray(page.image[..., ::-1])
+    assert G.looks_like_page(bgr)
+    blank, grey = np.full((480, 640, 3), 235, np.uint8), np.full((480, 640, 3), 150, np.uint8)
+    assert not any(G.looks_like_page(x) for x in (blank, grey, sign_picture, _marks("fence")))
+    ruled = blank.copy()
+    for y in range(60, 440, 40):
+        ruled[y : y + 3, 40:600] = 20
+    assert G.looks_like_page(ruled)
+    res = run_ocr(ruled[..., ::-1].copy(), "auto")
+    assert res.gate["page"] and res.gate["detector"] == "full" and res.lines == run_ocr(ruled, "always").lines == []
 
 
 def test_a_sign_in_a_textured_picture_is_read_as_full_page_ocr_reads_it(sign_picture):

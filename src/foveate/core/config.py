@@ -22,7 +22,7 @@ from .errors import BudgetError, ConfigError
 #: 6: the gate reads its blobs' windows before the whole image, so a photo whose blobs hold no line is not read
 #: (:mod:`foveate.channels.text.gate`, step 4); 7: the recogniser that reads the lines is an option
 #: (``recogniser``: the float model by default, ``int8`` on request), so that a texture names the model that read it,
-#: and a gate window's lone glyph no longer counts as text.
+#: a gate window's lone glyph no longer counts as text, and a page (mostly paper, some ink) is read whole at once.
 ENCODER_VERSION = "7"
 
 #: Values of the ``ocr`` option of the text group: ``auto`` (the default: OCR where a detector pass on a small copy
