@@ -7,6 +7,7 @@ import time
 
 import typer
 
+from ..core.errors import ConfigError
 from .common import app, err, out
 
 
@@ -84,10 +85,9 @@ def _int8_recogniser(quiet: bool) -> dict[str, object]:
     try:
         import onnx  # noqa: F401
     except ImportError:
-        err.print("error: the int8 recogniser needs the 'onnx' extra: pip install 'foveate[onnx]'", markup=False)
-        raise typer.Exit(2) from None
+        raise ConfigError("--int8: the int8 recogniser needs the 'onnx' extra: pip install 'foveate[onnx]'") from None
     if not quiet:
-        err.print("int8 recogniser: quantizing the float one on generated pages (once, ~1 min) ...", highlight=False)
+        err.print("int8 recogniser: quantizing the float one on generated pages (once, ~30 s) ...", highlight=False)
     record = quantize_recogniser(generated_pages(), int8_path())
     if not quiet:
         err.print(
