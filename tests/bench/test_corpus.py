@@ -56,7 +56,7 @@ def test_bench_folder_times_both_modes_and_measures_recall(tmp_path):
     res = bench_corpus(tmp_path / "set", json_path=tmp_path / "r.json")
     assert res["images"] == 2 and json.loads((tmp_path / "r.json").read_text())["images"] == 2  # warm-up not timed
     auto, always = res["summary"]["auto"], res["summary"]["always"]
-    assert auto["lines"] == always["lines"] == 2 and auto["detector"] == {"none": 1, "full": 1}
+    assert auto["lines"] == always["lines"] == 2 and auto["detector"] == {"none": 1, "full": 1, "page": 1}
     assert auto["encode_ms_no_text"]["n"] == 1 and always["encode_ms_no_text"]["n"] == 1
     assert res["recall"] == {
         "lines": 2,

@@ -188,6 +188,7 @@ def bench_corpus(
         gates = [r["modes"][m]["gate"] for r in per_image if r["modes"][m]["gate"]]
         if gates:
             s["detector"] = {k: sum(g["detector"] == k for g in gates) for k in ("none", "full")}
+            s["detector"]["page"] = sum(bool(g.get("page")) for g in gates)  # read whole at once (gate step 0)
         result["summary"][m] = s
     if "auto" in modes and "always" in modes:
         result["recall"] = line_recall(
@@ -220,7 +221,8 @@ def _print(console: Console, result: dict) -> None:
         f"{result['preset']}, encode ms per image (median \\[p25-p75])",
         box=None,
     )
-    for col in ("OCR", "encode", "images without text", "text group", "OCR lines", "gate: no text / read"):
+    cols = ("OCR", "encode", "images without text", "text group", "OCR lines", "gate: no text / read (as a page)")
+    for col in cols:
         t.add_column(col, justify="left" if col == "OCR" else "right")
     for m, s in result["summary"].items():
         e, n, x = s["encode_ms"], s["encode_ms_no_text"], s["text_ms"]
@@ -231,7 +233,7 @@ def _print(console: Console, result: dict) -> None:
             f"{n['median']:.0f} ({n['n']})" if n["n"] else "-",
             f"{x['median']:.0f}",
             str(s["lines"]),
-            f"{det['none']} / {det['full']}" if det else "-",
+            f"{det['none']} / {det['full']} ({det['page']})" if det else "-",
         )
     console.print(t)
     r = result.get("recall")
