@@ -187,8 +187,9 @@ def bench_corpus(
         }
         gates = [r["modes"][m]["gate"] for r in per_image if r["modes"][m]["gate"]]
         if gates:
-            s["detector"] = {k: sum(g["detector"] == k for g in gates) for k in ("none", "full")}
-            s["detector"]["page"] = sum(bool(g.get("page")) for g in gates)  # read whole at once (gate step 0)
+            counts = {k: sum(g["detector"] == k for g in gates) for k in ("none", "full")}
+            counts["page"] = sum(bool(g.get("page")) for g in gates)  # read whole at once (gate step 0)
+            s["detector"] = counts
         result["summary"][m] = s
     if "auto" in modes and "always" in modes:
         result["recall"] = line_recall(
