@@ -25,12 +25,16 @@ def _colour_field(h: int, w: int, seed: int, smooth: int = 6) -> np.ndarray:
     return np.clip(cv2.resize(grid, (w, h), interpolation=cv2.INTER_CUBIC), 0, 255).astype(np.uint8)
 
 
+def _textured(h: int, w: int) -> np.ndarray:
+    """A colour field with fine noise over it: high-frequency texture everywhere, no text."""
+    rng = np.random.default_rng(5)
+    return (_colour_field(h, w, 3).astype(np.int16) + rng.integers(-12, 13, (h, w, 3))).clip(0, 255).astype(np.uint8)
+
+
 @pytest.fixture(scope="module")
 def sign_picture() -> np.ndarray:
     """A 640x480 picture with high-frequency texture everywhere but one small sign of two text lines."""
-    rng = np.random.default_rng(5)
-    img = (_colour_field(480, 640, 3).astype(np.int16) + rng.integers(-12, 13, (480, 640, 3))).clip(0, 255)
-    img = img.astype(np.uint8)
+    img = _textured(480, 640)
     sign = render_page(
         [TextLine("PARKING", 12, 8, 28), TextLine("Level 2 exit", 12, 44, 18)], width=170, height=74, paper=235
     ).image
@@ -71,11 +75,8 @@ def test_a_sign_in_a_textured_picture_is_read_as_full_page_ocr_reads_it(sign_pic
 def test_nothing_to_read_nothing_read(sign_picture):
     """Blank, smoothly shaded and finely textured pictures without text: the gate says so and nothing is read
     (the detector alone answers 0.2-0.5 in the middle of a blank image: the ink test keeps that out)."""
-    rng = np.random.default_rng(5)
     textured = sign_picture.copy()
-    textured[300:374, 400:570] = (
-        (_colour_field(74, 170, 3).astype(np.int16) + rng.integers(-12, 13, (74, 170, 3))).clip(0, 255).astype(np.uint8)
-    )
+    textured[300:374, 400:570] = _textured(74, 170)
     for img in (
         np.full((480, 640, 3), 200, np.uint8),
         np.zeros((480, 640, 3), np.uint8),
@@ -115,9 +116,7 @@ def test_marks_the_detector_takes_for_text_are_read_in_their_windows_and_skipped
 
 
 def _one_sign(text: str) -> np.ndarray:
-    rng = np.random.default_rng(5)
-    img = (_colour_field(480, 640, 3).astype(np.int16) + rng.integers(-12, 13, (480, 640, 3))).clip(0, 255)
-    img = img.astype(np.uint8)
+    img = _textured(480, 640)
     img[300:364, 400:490] = render_page([TextLine(text, 12, 8, 40)], width=90, height=64, paper=235).image
     return img
 
