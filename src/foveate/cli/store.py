@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import typer
@@ -34,6 +35,17 @@ def _open_store(store: Path | None, create: bool = False):
     return TextureStore(store or default_store_dir(), create=create)
 
 
+def _cap_bytes(max_mb: float) -> int:
+    """``--max-mb`` in bytes; a :class:`StoreError` for a negative, NaN or infinite cap (``int(nan)`` would raise
+    a bare ValueError)."""
+    from ..core.errors import StoreError
+
+    max_bytes = max_mb * 2**20
+    if not (math.isfinite(max_bytes) and max_bytes >= 0):
+        raise StoreError(f"the store size cap must be a finite number >= 0 (0 = no cap), got --max-mb {max_mb}")
+    return int(max_bytes)
+
+
 def _ago(t: float) -> str:
     import time
 
@@ -53,8 +65,18 @@ def store_ls(
     """List stored textures, most recently used first: whole ids (to copy), the file each was encoded from."""
     from ..core.fvt import FORMAT_VERSION
 
+    damaged: list[str] = []
     with _open_store(store) as st:
-        entries = st.entries(order)
+        entries = st.entries(order, damaged=damaged)
+    if damaged:  # the rest is listed; the warning goes to stderr, so --json stays one JSON document
+        err.print(
+            f"warning: {plural(len(damaged), 'texture')} of {st.path} not listed: metadata unreadable "
+            f"({', '.join(damaged[:3])}{', ...' if len(damaged) > 3 else ''}); `foveate store gc` drops them, "
+            "encoding the images again stores them anew",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
     if json_out:
         out.print_json(json.dumps([e.to_dict() for e in entries]))
         return
@@ -127,10 +149,11 @@ def store_gc(
         None, "--max-mb", help="Set the size cap (MiB, 0 = none) and evict down to it."
     ),
 ) -> None:
-    """Drop unreadable entries (other format versions; corrupt ones with --verify), evict to the cap, shrink
-    the file."""
+    """Drop unreadable entries (other format versions, unreadable metadata; corrupt blobs with --verify), evict to
+    the cap, shrink the file."""
+    max_bytes = None if max_mb is None else _cap_bytes(max_mb)  # checked before the store is opened
     with _open_store(store) as st:
-        rep = st.gc(verify=verify, max_bytes=None if max_mb is None else int(max_mb * 2**20))
+        rep = st.gc(verify=verify, max_bytes=max_bytes)
     out.print(
         f"removed {rep.other_versions} of other format versions, {rep.corrupt} corrupt, {rep.evicted} "
         f"evicted; textures {rep.bytes_before / 2**20:.1f} -> {rep.bytes_after / 2**20:.1f} MiB, on disk "

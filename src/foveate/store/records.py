@@ -1,6 +1,7 @@
-"""What a store row holds and what a store counts: :class:`StoreEntry` (one texture's metadata, no pixels),
-:class:`StoreCounters` (this process's hits, misses, puts ...), :class:`GcReport`, :func:`texture_blob` (the bytes
-a row keeps) and :func:`file_name` (what it records of its source).  The store itself is :mod:`.store`."""
+"""What a store row holds and what a store counts: :class:`StoreEntry` (one texture's metadata, no pixels;
+:class:`DamagedRecord` when a row's metadata cannot be read), :class:`StoreCounters` (this process's hits, misses,
+puts ...), :class:`GcReport`, :func:`texture_blob` (the bytes a row keeps) and :func:`file_name` (what it records of
+its source).  The store itself is :mod:`.store`."""
 
 from __future__ import annotations
 
@@ -18,6 +19,11 @@ _COLUMNS = (
     "id, format_version, content_hash, config_hash, preset, width, height, levels, meta, encode_ms, size, "
     "created, last_access"
 )
+
+
+class DamagedRecord(Exception):
+    """A row whose metadata (the ``meta`` JSON) cannot be read.  The store treats it as it treats a corrupt blob:
+    a read drops it, a put replaces it, a listing skips it (``gc`` drops it)."""
 
 
 @dataclass(frozen=True)
@@ -44,24 +50,30 @@ class StoreEntry:
 
     @classmethod
     def _from_row(cls, row: tuple) -> StoreEntry:
-        meta = json.loads(row[8])
-        return cls(
-            id=row[0],
-            format_version=row[1],
-            content_hash=row[2],
-            config_hash=row[3],
-            preset=row[4],
-            width=row[5],
-            height=row[6],
-            levels=row[7],
-            channels=tuple(meta["channels"]),
-            absent=tuple(meta["absent"]),
-            encode_ms=row[9],
-            size=row[10],
-            created=row[11],
-            last_access=row[12],
-            source=meta.get("source"),
-        )
+        """The entry of a row of :data:`_COLUMNS`; :class:`DamagedRecord` when its metadata cannot be read."""
+        try:
+            meta = json.loads(row[8])
+            if not isinstance(meta, dict):
+                raise TypeError(f"a JSON {type(meta).__name__}, not an object")
+            return cls(
+                id=row[0],
+                format_version=row[1],
+                content_hash=row[2],
+                config_hash=row[3],
+                preset=row[4],
+                width=row[5],
+                height=row[6],
+                levels=row[7],
+                channels=tuple(meta["channels"]),
+                absent=tuple(meta["absent"]),
+                encode_ms=row[9],
+                size=row[10],
+                created=row[11],
+                last_access=row[12],
+                source=meta.get("source"),
+            )
+        except (ValueError, TypeError, KeyError) as exc:  # not JSON, not an object, a key missing
+            raise DamagedRecord(f"texture {row[0]}: unreadable metadata ({type(exc).__name__}: {exc})") from exc
 
     def to_dict(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}

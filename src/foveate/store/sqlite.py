@@ -35,10 +35,11 @@ CREATE UNIQUE INDEX IF NOT EXISTS textures_id ON textures (id, format_version);
 CREATE INDEX IF NOT EXISTS textures_lru ON textures (last_access);
 CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+_TABLES = ("textures", "settings")
 
 
 def open_connection(db_path: Path, timeout: float) -> sqlite3.Connection:
-    """A connection to the store's database in WAL mode, its schema made on first use."""
+    """A connection to the store's database in WAL mode, its schema made on first use and its tables checked."""
     conn = sqlite3.connect(db_path, timeout=timeout, isolation_level=None, check_same_thread=False)
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
@@ -54,6 +55,7 @@ def open_connection(db_path: Path, timeout: float) -> sqlite3.Connection:
                 "network file system? Put the store on a local disk"
             )
         init_schema(conn, db_path)
+        check_tables(conn, db_path)
     except BaseException:
         conn.close()
         raise
@@ -79,3 +81,15 @@ def init_schema(conn: sqlite3.Connection, db_path: Path) -> None:
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+def check_tables(conn: sqlite3.Connection, db_path: Path) -> None:
+    """Refuse a database of this schema version without the store's tables (a foreign file, a dropped table):
+    one :class:`StoreError` when the store is opened, not an SQLite error at its first query."""
+    tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    missing = [t for t in _TABLES if t not in tables]
+    if missing:
+        raise StoreError(
+            f"{db_path.parent} is not a foveate store or is damaged: {db_path.name} has no table "
+            f"{' or '.join(missing)}; move it away or pass another folder"
+        )

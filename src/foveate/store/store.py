@@ -20,32 +20,52 @@ Guarantees:
 * **bounded**: ``max_bytes`` caps the sum of blob sizes; each put evicts the least recently used entries (by
   last read or write) in its own transaction.  The cap is saved in the store, so every process honours it.
 * **verified**: every read re-hashes the blob; a mismatch (bit rot, a hand-edited file) drops the entry and
-  the read returns ``None`` -- the caller encodes again; nothing corrupt is ever served.
+  the read returns ``None`` -- the caller encodes again; nothing corrupt is ever served.  A row whose metadata
+  cannot be read is treated the same way: a read drops it, a put replaces it, a listing skips it, ``gc`` drops it.
+* **one error type**: an SQLite error inside a public method (a damaged or foreign database file, a lock held too
+  long) leaves it as one :class:`StoreError` naming the store, never as ``sqlite3``'s own exception.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import math
 import os
 import random
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 from ..core.errors import StoreError, StoreFullError, TextureFormatError
 from ..core.fvt import FORMAT_VERSION
-from .records import _COLUMNS, GcReport, StoreCounters, StoreEntry, file_name, texture_blob
+from .records import _COLUMNS, DamagedRecord, GcReport, StoreCounters, StoreEntry, file_name, texture_blob
 from .sqlite import DB_NAME, open_connection
 
 if TYPE_CHECKING:  # listing and maintaining a store needs neither torch nor the texture code
     import torch
 
     from ..core.texture import Texture
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _guarded(method: Callable[Concatenate[TextureStore, P], R]) -> Callable[Concatenate[TextureStore, P], R]:
+    """The store's boundary: an SQLite error inside ``method`` leaves it as one :class:`StoreError`
+    (:meth:`TextureStore._guard`)."""
+
+    @functools.wraps(method)
+    def guarded(self: TextureStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self._guard():
+            return method(self, *args, **kwargs)
+
+    return guarded
 
 
 class TextureStore:
@@ -134,6 +154,23 @@ class TextureStore:
         return open_connection(self.db_path, self.timeout)
 
     @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """Turn an SQLite error into a :class:`StoreError` naming the store: a damaged or foreign database (a table
+        dropped, pages overwritten) or a lock held past ``timeout`` is the user's to fix, not a traceback."""
+        try:
+            yield
+        except sqlite3.ProgrammingError:
+            raise  # a misuse (a closed store, a bad statement): a bug to see as it is, not damage
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                raise StoreError(
+                    f"{self.path}: the store stayed locked for {self.timeout:g} s ({exc}); retry, or raise the timeout"
+                ) from exc
+            raise StoreError(
+                f"{self.path} is not a foveate store or is damaged: {exc}; move it away or pass another folder"
+            ) from exc
+
+    @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """A write transaction: the write lock is taken at once (no upgrade deadlocks), committed on success,
         rolled back on any error -- and by SQLite itself if the process dies inside it."""
@@ -148,7 +185,8 @@ class TextureStore:
             self._write_touches(conn, self._take_touches())  # we hold the lock anyway: the LRU clock rides along
             yield conn
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite itself rolls back on some errors (a full disk, an I/O error)
+                conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
 
@@ -170,10 +208,12 @@ class TextureStore:
 
     # -- settings ------------------------------------------------------------------------------------------
     @property
+    @_guarded
     def max_bytes(self) -> int:
         """The cap on the sum of blob sizes (0 = none)."""
         return self._cap(self._conn())
 
+    @_guarded
     def set_max_bytes(self, max_bytes: int) -> int:
         """Save a new cap and evict down to it at once.  Returns the number of entries evicted."""
         with self._write() as conn:
@@ -182,13 +222,15 @@ class TextureStore:
 
     @staticmethod
     def _save_cap(conn: sqlite3.Connection, max_bytes: int) -> None:
-        if max_bytes < 0:
-            raise StoreError(f"the store size cap must be >= 0 bytes (0 = no cap), got {max_bytes}")
+        if not (math.isfinite(max_bytes) and max_bytes >= 0):  # NaN passes `< 0`, then fails as int(nan)
+            raise StoreError(f"the store size cap must be a finite number >= 0 bytes (0 = no cap), got {max_bytes}")
         conn.execute("INSERT OR REPLACE INTO settings (key, value) VALUES ('max_bytes', ?)", (str(int(max_bytes)),))
 
     # -- reads ---------------------------------------------------------------------------------------------
+    @_guarded
     def entry(self, texture_id: str) -> StoreEntry | None:
-        """Metadata of a stored texture (reads no blob), or ``None``."""
+        """Metadata of a stored texture (reads no blob), or ``None`` when absent or its metadata is unreadable
+        (then the row is dropped, as a corrupt blob is: the caller encodes again)."""
         row = (
             self._conn()
             .execute(
@@ -196,22 +238,28 @@ class TextureStore:
             )
             .fetchone()
         )
-        return StoreEntry._from_row(row) if row else None
+        if row is None:
+            return None
+        try:
+            return StoreEntry._from_row(row)
+        except DamagedRecord:
+            with self._write() as conn:  # checked again under the lock: another process may have replaced it
+                self.counters.add(corrupt=self._drop_damaged(conn, texture_id))
+            return None
 
     def __contains__(self, texture_id: str) -> bool:
-        return (
-            self._conn()
-            .execute("SELECT 1 FROM textures WHERE id = ? AND format_version = ?", (texture_id, FORMAT_VERSION))
-            .fetchone()
-            is not None
-        )
+        """Whether a readable entry is stored (one with unreadable metadata is dropped: ``encode --store`` then
+        encodes the image again instead of skipping it)."""
+        return self.entry(texture_id) is not None
 
+    @_guarded
     def get_bytes(self, texture_id: str) -> bytes | None:
         """The verified ``.fvt`` bytes of a texture, or ``None`` when absent or found corrupt (then dropped)."""
         data = self._read(texture_id)
         self.counters.add(hits=int(data is not None), misses=int(data is None))
         return data
 
+    @_guarded
     def get(self, texture_id: str, device: str | torch.device | None = "cpu") -> Texture | None:
         """The stored texture (its bytes verified), or ``None`` when absent or found corrupt (then dropped)."""
         data = self._read(texture_id)
@@ -297,15 +345,24 @@ class TextureStore:
             conn.execute("DELETE FROM textures WHERE rowid = ?", (rowid,))
         self.counters.add(corrupt=1)
 
-    def entries(self, order: str = "last_access") -> list[StoreEntry]:
-        """Every entry of any format version, most recently used first (``order``: last_access, size, created)."""
+    @_guarded
+    def entries(self, order: str = "last_access", *, damaged: list[str] | None = None) -> list[StoreEntry]:
+        """Every entry of any format version, most recently used first (``order``: last_access, size, created).
+        A row whose metadata cannot be read is skipped (a listing writes nothing; ``gc`` drops it), its id appended
+        to ``damaged`` when given."""
         col = {"last_access": "last_access DESC", "size": "size DESC", "created": "created DESC"}.get(order)
         if col is None:
             raise StoreError(f"unknown order {order!r}; use last_access, size or created")
-        return [
-            StoreEntry._from_row(r) for r in self._conn().execute(f"SELECT {_COLUMNS} FROM textures ORDER BY {col}")
-        ]
+        found = []
+        for row in self._conn().execute(f"SELECT {_COLUMNS} FROM textures ORDER BY {col}"):
+            try:
+                found.append(StoreEntry._from_row(row))
+            except DamagedRecord:
+                if damaged is not None:
+                    damaged.append(row[0])
+        return found
 
+    @_guarded
     def stats(self) -> dict:
         """Entries, blob bytes, cap, file bytes on disk, entries per format version."""
         conn = self._conn()
@@ -327,9 +384,11 @@ class TextureStore:
         return sum(p.stat().st_size for p in self.path.glob(DB_NAME + "*") if p.is_file())
 
     def ids(self) -> Iterator[str]:
-        for (i,) in self._conn().execute("SELECT id FROM textures WHERE format_version = ?", (FORMAT_VERSION,)):
-            yield i
+        with self._guard():
+            for (i,) in self._conn().execute("SELECT id FROM textures WHERE format_version = ?", (FORMAT_VERSION,)):
+                yield i
 
+    @_guarded
     def match_ids(self, prefix: str, limit: int | None = None) -> list[str]:
         """The ids of this format version that start with ``prefix``, sorted (at most ``limit``): the id index."""
         sql = "SELECT id FROM textures WHERE id >= ? AND id < ? AND format_version = ? ORDER BY id"
@@ -355,6 +414,7 @@ class TextureStore:
         raise StoreError(f"{prefix} starts {many} textures in {self.path} ({shown}); give more of the id")
 
     # -- writes --------------------------------------------------------------------------------------------
+    @_guarded
     def put(
         self, texture: Texture, blob: tuple[bytes, str] | None = None, *, source: str | os.PathLike | None = None
     ) -> tuple[StoreEntry, bool]:
@@ -363,7 +423,8 @@ class TextureStore:
         ``blob`` is ``texture_blob(texture)`` when the caller already has it.  ``source``: the path or URI of the
         image it was encoded from; the entry records its file name only (``StoreEntry.source``; an entry that
         exists keeps the name it has).  Serialising and hashing happen before the write lock is taken; the insert
-        and the evictions it causes are one transaction.
+        and the evictions it causes are one transaction.  A stored row of this id whose metadata cannot be read
+        is replaced.
         """
         data, digest = blob if blob is not None else texture_blob(texture)
         h, w = texture.image_size
@@ -382,6 +443,7 @@ class TextureStore:
             cap = self._cap(conn)
             if cap and len(data) > cap:
                 raise StoreFullError(texture.id, len(data), cap)
+            damaged = self._drop_damaged(conn, texture.id)
             cur = conn.execute(
                 "INSERT OR IGNORE INTO textures (id, format_version, content_hash, config_hash, preset, width, "
                 "height, levels, meta, encode_ms, size, sha256, created, last_access, data) "
@@ -414,20 +476,54 @@ class TextureStore:
             row = conn.execute(
                 f"SELECT {_COLUMNS} FROM textures WHERE id = ? AND format_version = ?", (texture.id, FORMAT_VERSION)
             ).fetchone()
-        self.counters.add(puts=int(created), duplicates=int(not created), evictions=evicted)
+        self.counters.add(puts=int(created), duplicates=int(not created), evictions=evicted, corrupt=damaged)
         return StoreEntry._from_row(row), created
 
-    @staticmethod
-    def _cap(conn: sqlite3.Connection) -> int:
+    def _cap(self, conn: sqlite3.Connection) -> int:
         row = conn.execute("SELECT value FROM settings WHERE key = 'max_bytes'").fetchone()
-        return int(row[0]) if row else 0
+        if row is None:
+            return 0
+        try:
+            cap = int(row[0])
+        except (TypeError, ValueError):
+            cap = -1
+        if cap < 0:
+            # refused, not guessed: the cap bounds the disk the store may fill -- "no cap" could fill it unseen, any
+            # other number could evict textures someone wants; saving a new cap (gc --max-mb, serve
+            # --store-max-mb) never reads this one, so the fix the message names works
+            raise StoreError(
+                f"{self.path}: the store setting max_bytes (its size cap) is {row[0]!r}, not a whole number of "
+                f"bytes >= 0; set it again with `foveate store gc -s {self.path} --max-mb N` (0 = no cap)"
+            )
+        return cap
+
+    @staticmethod
+    def _blob_bytes(conn: sqlite3.Connection) -> int:
+        return conn.execute("SELECT COALESCE(SUM(size), 0) FROM textures").fetchone()[0]
+
+    @staticmethod
+    def _drop_damaged(conn: sqlite3.Connection, texture_id: str | None = None) -> int:
+        """Delete the rows (of ``texture_id``, of this format version; else every row) whose metadata cannot be
+        read, inside the caller's transaction.  Returns how many."""
+        sql = f"SELECT {_COLUMNS} FROM textures"
+        args: tuple = ()
+        if texture_id is not None:
+            sql, args = sql + " WHERE id = ? AND format_version = ?", (texture_id, FORMAT_VERSION)
+        bad = []
+        for row in conn.execute(sql, args):
+            try:
+                StoreEntry._from_row(row)
+            except DamagedRecord:
+                bad.append((row[0], row[1]))
+        conn.executemany("DELETE FROM textures WHERE id = ? AND format_version = ?", bad)
+        return len(bad)
 
     @staticmethod
     def _evict(conn: sqlite3.Connection, cap: int, keep: str | None = None) -> int:
         """Delete least recently used entries until the blobs fit in ``cap`` (inside the caller's transaction)."""
         if not cap:
             return 0
-        total = conn.execute("SELECT COALESCE(SUM(size), 0) FROM textures").fetchone()[0]
+        total = TextureStore._blob_bytes(conn)
         evicted = 0
         if total <= cap:
             return 0
@@ -442,11 +538,13 @@ class TextureStore:
             evicted += 1
         return evicted
 
+    @_guarded
     def delete(self, texture_id: str) -> bool:
         """Remove a texture (every format version of it).  Returns whether there was one."""
         with self._write() as conn:
             return conn.execute("DELETE FROM textures WHERE id = ?", (texture_id,)).rowcount > 0
 
+    @_guarded
     def clear(self) -> int:
         """Remove every entry and shrink the file.  Returns the number removed."""
         with self._write() as conn:
@@ -454,6 +552,7 @@ class TextureStore:
         self._compact()
         return n
 
+    @_guarded
     def verify(self) -> list[str]:
         """Re-hash every blob and drop the corrupt ones (also runs SQLite's integrity check).  Returns their ids."""
         conn = self._conn()
@@ -471,23 +570,25 @@ class TextureStore:
                 bad.append(tid)
         return bad
 
+    @_guarded
     def gc(self, verify: bool = False, max_bytes: int | None = None) -> GcReport:
-        """Drop entries of other format versions (unreadable), optionally corrupt ones (``verify``), save a new
-        cap (``max_bytes``), evict to the cap, and give freed space back to the file system."""
-        st = self.stats()
-        rep = GcReport(bytes_before=st["bytes"], file_bytes_before=st["file_bytes"])
+        """Drop entries of other format versions (unreadable) and rows whose metadata cannot be read, optionally
+        corrupt blobs (``verify``), save a new cap (``max_bytes``), evict to the cap, and give freed space back to
+        the file system."""
+        rep = GcReport(bytes_before=self._blob_bytes(self._conn()), file_bytes_before=self.file_bytes())
         with self._write() as conn:
             if max_bytes is not None:
-                self._save_cap(conn, max_bytes)
+                self._save_cap(conn, max_bytes)  # before the saved cap is read: a new one repairs a damaged one
             rep.other_versions = conn.execute(
                 "DELETE FROM textures WHERE format_version != ?", (FORMAT_VERSION,)
             ).rowcount
+            rep.corrupt = self._drop_damaged(conn)
             rep.evicted = self._evict(conn, self._cap(conn))
+        self.counters.add(corrupt=rep.corrupt)
         if verify:
-            rep.corrupt = len(self.verify())
+            rep.corrupt += len(self.verify())
         self._compact()
-        after = self.stats()
-        rep.bytes_after, rep.file_bytes_after = after["bytes"], after["file_bytes"]
+        rep.bytes_after, rep.file_bytes_after = self._blob_bytes(self._conn()), self.file_bytes()
         return rep
 
     def _compact(self) -> None:
