@@ -9,7 +9,7 @@ import typer
 
 from .._tables import print_table
 from ..core.config import DEFAULT_BUDGET, SelectConfig
-from ..core.errors import FoveateError
+from ..core.errors import ConfigError, FoveateError
 from ..video.config import VideoConfig
 from .common import DeviceOpt, LevelsOpt, MaxPixOpt, PatchOpt, _encode_config, _prompt_query, app, err, out
 
@@ -53,7 +53,9 @@ def video(
     full: bool = typer.Option(False, "--full", help="Encode every frame from scratch (no incremental updates)."),
     overlay: bool = typer.Option(True, "--overlay/--no-overlay", help="Write overlay.mp4."),
     max_frames: int | None = typer.Option(None, "--max-frames", help="Stop after this many frames."),
-    fps: float | None = typer.Option(None, "--fps", help="Overlay frame rate (default: the video's, else 24)."),
+    fps: float | None = typer.Option(
+        None, "--fps", help="Overlay frame rate, more than 0 and at most 1000 (default: the video's, else 24)."
+    ),
     preset: str = typer.Option("fast", "--preset", "-p", help="Channel preset: fast, default or full."),
     patch_size: int = PatchOpt,
     max_levels: int = LevelsOpt,
@@ -75,6 +77,7 @@ def video(
 
     from ..video import FrameSkippedWarning, VideoPredictor, run_video
 
+    _check_fps(fps)  # a usage error before any work (a bad rate used to fail late, hang or blame the encoder)
     cfg = SelectConfig(budget=budget, mode=mode, gist=gist)
     if max_frames is not None and max_frames < 1:
         raise FoveateError("--max-frames must be at least 1")
@@ -142,3 +145,13 @@ def video(
     ]
     print_table(out, header, [row], right=header)
     out.print("wrote " + ", ".join(summary.outputs.values()), highlight=False)
+
+
+def _check_fps(fps: float | None) -> None:
+    """``--fps``: a finite rate in (0, MAX_FPS], else a usage error (exit 2)."""
+    from ..video.run import check_fps
+
+    try:
+        check_fps(fps)
+    except ConfigError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--fps") from None
