@@ -165,6 +165,21 @@ def test_models_passthrough(gateway, provider):
     assert provider.last().headers["authorization"] == f"Bearer {CLIENT_KEY}"
 
 
+@pytest.mark.parametrize("path", ["/v1/../../etc/passwd", "/v1/..%2F..%2Fetc%2Fpasswd", "/v1/./models"])
+def test_a_path_with_dot_segments_is_refused_not_forwarded(gateway, provider, path):
+    """The path follows the upstream's base: ``..`` would climb out of it (httpx resolves it to ``/etc/passwd``).
+    Sent as written (http.client does not resolve dot segments; httpx and curl do)."""
+    import http.client
+
+    before = len(provider.received)
+    conn = http.client.HTTPConnection("127.0.0.1", int(gateway.url.rsplit(":", 1)[1]), timeout=30)
+    conn.request("GET", path, headers={"authorization": f"Bearer {CLIENT_KEY}"})
+    answer = conn.getresponse()
+    assert answer.status == 400 and "'..'" in json.loads(answer.read())["error"]["message"]
+    conn.close()
+    assert len(provider.received) == before
+
+
 @pytest.mark.parametrize("status", [429, 500])
 def test_upstream_errors_are_relayed(gateway, page_b64, status):
     errors = {

@@ -560,3 +560,15 @@ def test_a_text_preset_server_sets_up_the_query_encoder_at_start(tmp_path):
     with ServerProcess(tmp_path / "store2", preset="fast", env={"FOVEATE_CACHE": str(other)}):
         time.sleep(2)
     assert not other.exists()
+
+
+def test_a_body_shorter_than_its_length_answers_408_not_504(tmp_path):
+    """The client declared 5,000 bytes and sent 100: when the request's time runs out waiting for the rest, that is
+    the client's doing (408, not 504), and the server logs no error for it."""
+    with ServerProcess(tmp_path, args=("--timeout", "1")) as srv:
+        head = b"POST /v1/textures HTTP/1.1\r\nHost: x\r\nContent-Type: image/png\r\nContent-Length: 5000\r\n\r\n"
+        answer, sock = raw_exchange(srv.port, head + png(random_image(8, 8, 1))[:100])
+        sock.close()
+        assert answer.startswith(b"HTTP/1.1 408") and b"Content-Length" in answer, answer[:200]
+        assert httpx.get(srv.url + "/healthz").status_code == 200
+        assert "unhandled error" not in srv.log()

@@ -25,6 +25,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response, StreamingResponse
 
 from .. import __version__
@@ -65,11 +66,28 @@ class Unsupported(Exception):
 UNSUPPORTED_DOCUMENT = (DocumentEncryptedError, DocumentTooLongError, ImageTooLargeError)
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The body, refused past ``limit`` bytes however it is sent (a declared length was checked by the guard)."""
+#: seconds the gateway waits for the next bytes of a request's body (a body shorter than its ``Content-Length``
+#: answers 408 then, rather than holding the connection until the client gives up)
+BODY_IDLE_S = 10.0
+
+
+class BodyStalled(Exception):
+    pass
+
+
+async def read_body(request: Request, limit: int, idle: float = BODY_IDLE_S) -> bytes:
+    """The body, refused past ``limit`` bytes however it is sent (a declared length was checked by the guard), and
+    when no byte of it came for ``idle`` seconds (:class:`BodyStalled`)."""
     parts: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
+    stream = request.stream()
+    while True:
+        try:
+            chunk = await asyncio.wait_for(anext(stream), idle)
+        except StopAsyncIteration:
+            break
+        except TimeoutError:
+            raise BodyStalled(size) from None
         size += len(chunk)
         if size > limit:
             raise TooLarge()
@@ -144,6 +162,11 @@ def create_app(upstream: str | None = None, settings: GatewaySettings | None = N
         info: dict[str, Any] = {"path": path, "method": request.method}
         try:
             raw = await read_body(request, settings.max_body)
+        except BodyStalled as exc:
+            message = f"the request body stopped after {exc} bytes (nothing for {BODY_IDLE_S:g} s); send all of it"
+            return finish(info, t0, error_response(path, 408, message, {"connection": "close"}))
+        except ClientDisconnect:  # the client went away mid-body: nobody to answer
+            return finish(info, t0, Response(status_code=499))
         except TooLarge:
             return finish(
                 info,

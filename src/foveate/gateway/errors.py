@@ -49,7 +49,7 @@ def error_response(path: str, status: int, message: str, headers: dict[str, str]
 
 
 class GatewayGuard:
-    """Bind policy and key, from the request head alone, before any route runs."""
+    """Bind policy, key, path and body size, from the request head alone, before any route runs."""
 
     def __init__(self, app, settings: GatewaySettings) -> None:
         self.app = app
@@ -74,6 +74,9 @@ class GatewayGuard:
             given = headers.get(KEY_HEADER.encode(), b"").decode("latin-1").strip()
             if not secrets.compare_digest(given.encode("latin-1"), key.encode()):
                 refusal = (401, f"missing or wrong gateway key: send '{KEY_HEADER}: <key>' (FOVEATE_API_KEY)", {})
+        if refusal is None and any(part in (".", "..") for part in path.split("/")):
+            # the path goes to the upstream after its base: a dot segment would climb out of it (httpx resolves them)
+            refusal = (400, "the request path may not hold '.' or '..' segments", {})
         length = headers.get(b"content-length", b"")
         if refusal is None and length.isdigit() and int(length) > self.settings.max_body:
             refusal = (

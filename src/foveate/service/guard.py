@@ -12,7 +12,8 @@ policy holds however the app was started (``foveate serve``, ``uvicorn --factory
 4. **the body** -- read as a stream under the route's limit (:func:`body_limit`; a ``Content-Length`` over it
    answers before a byte is read): one byte over answers 413, and no more than the limit (plus one network
    chunk) is ever held;
-5. **time** -- the whole request runs under ``request_timeout`` (504);
+5. **time** -- the whole request runs under ``request_timeout`` (504; 408 when it ran out waiting for the client's
+   body, shorter than its ``Content-Length``);
 6. **the unexpected** -- an exception no handler mapped answers a JSON 500 (logged, rate-limited) and the
    connection stays usable.
 
@@ -31,6 +32,7 @@ from collections.abc import Callable
 from typing import Any
 
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from .metrics import Metrics
 from .settings import ServiceSettings, is_loopback
@@ -130,7 +132,7 @@ class Guard:
             await self.app(scope, receive, send)
             return
         t0 = time.perf_counter()
-        state: dict[str, Any] = {"status": 500, "started": False, "received": 0, "body_done": False}
+        state: dict[str, Any] = {"status": 500, "started": False, "received": 0, "body_done": False, "waiting": False}
         headers = dict(scope["headers"])
         length = headers.get(b"content-length", b"")
         declared = int(length) if length.isdigit() else None
@@ -197,7 +199,9 @@ class Guard:
                     )
                     if declared is not None and declared > lim:
                         raise BodyTooLarge(state["too_large"])
+                state["waiting"] = True  # for the client's next body bytes: a timeout now is the client's
                 message = await receive()
+                state["waiting"] = False
                 if message["type"] == "http.request":
                     state["received"] += len(message.get("body", b""))
                     if state["received"] > limit[0]:
@@ -210,7 +214,16 @@ class Guard:
             await asyncio.wait_for(self.app(scope, receive_limited, send_tracked), self.timeout)
         except TimeoutError:
             self.metrics.rejected.labels("timeout").inc()
-            if not state["started"]:
+            if state["waiting"] and not state["started"]:  # the body stopped short of its Content-Length
+                await send_json(
+                    send_tracked,
+                    408,
+                    {
+                        "detail": f"the request body did not arrive within {self.timeout:g} s (it stopped "
+                        f"after {state['received']} bytes); send the whole body, as long as its Content-Length says"
+                    },
+                )
+            elif not state["started"]:
                 await send_json(
                     send_tracked,
                     504,
@@ -223,6 +236,8 @@ class Guard:
             self.metrics.rejected.labels("too_large").inc()
             if not state["started"]:
                 await send_json(send_tracked, 413, {"detail": exc.detail})
+        except ClientDisconnect:  # the client went away mid-body: nobody to answer, nothing to log
+            self.metrics.rejected.labels("disconnected").inc()
         except Exception as exc:  # a bug: answer JSON, keep the connection, log it (rate-limited)
             log.error(
                 "unhandled error in %s %s: %s: %s",
