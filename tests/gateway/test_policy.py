@@ -53,6 +53,11 @@ def _gateway(*args: str) -> subprocess.CompletedProcess:
         (("--upstream", "api.openai.com"), "must be an http(s) URL"),
         (("--upstream", "http://127.0.0.1:9", "--host", "0.0.0.0"), "refusing to listen on 0.0.0.0"),
         (("--upstream", "http://127.0.0.1:9", "--budget", "0"), "budget must be at least 1"),
+        (("--upstream", "http://127.0.0.1:9", "--cache-mb", "nan"), "cache_mb must be a number >= 0"),
+        (("--upstream", "http://127.0.0.1:9", "--max-body-mb", "nan"), "max_body_mb must be a positive number"),
+        (("--upstream", "http://127.0.0.1:9", "--upstream-timeout", "inf"), "upstream_timeout must be a positive"),
+        (("--upstream", "http://127.0.0.1:9", "--port", "99999"), "port must be at most 65535"),
+        (("--upstream", "http://127.0.0.1:9", "--log-level", "bogus"), "--log-level must be one of"),
     ],
 )
 def test_bad_start_is_one_line(args, says):
@@ -92,3 +97,20 @@ def test_embedded_app_answers_502_when_the_upstream_is_down(tmp_path):
             "error": {"type": "api_error", "message": r.json()["error"]["message"]},
         }
         assert client.get("/healthz").json()["status"] == "ok"
+
+
+def test_a_body_shorter_than_its_length_answers_408(keyed):
+    """Content-Length 5,000 and 100 bytes sent: after ``BODY_IDLE_S`` without a byte the gateway answers 408 (it
+    used to hold the connection for as long as the client did)."""
+    import socket
+
+    from foveate.gateway import app as gateway_app
+
+    head = (
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"x-foveate-key: {GATEWAY_KEY}\r\nContent-Length: 5000\r\n\r\n"
+    ).encode()
+    with socket.create_connection(("127.0.0.1", keyed.port), timeout=gateway_app.BODY_IDLE_S + 20) as sock:
+        sock.sendall(head + b'{"model": "gpt-5.2", "messages": [' + b" " * 64)
+        answer = sock.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 408") and b"stopped after" in answer, answer[:300]

@@ -348,6 +348,32 @@ def test_refuses_public_address_without_auth(tmp_path):
     assert r.returncode == 1 and "refusing to listen on 0.0.0.0" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("--max-upload-mb", "nan"), "max_upload_mb must be a positive number"),
+        (("--timeout", "nan"), "request_timeout must be a positive number"),
+        (("--cache-mb", "inf"), "cache_mb must be a number >= 0"),
+        (("--store-max-mb", "-1"), "store_max_mb must be a number >= 0"),
+        (("--port", "99999"), "port must be at most 65535"),
+        (("--preset", "bogus"), "unknown preset 'bogus'"),
+        (("--log-level", "bogus"), "--log-level must be one of"),
+    ],
+)
+def test_a_bad_setting_is_one_line_before_the_server_starts(tmp_path, args, says):
+    """NaN passed every range check and then failed every upload with 500; an unknown preset, log level or a
+    port over 65535 printed a traceback from inside uvicorn."""
+    r = subprocess.run(
+        [sys.executable, "-m", "foveate.cli", "serve", "--store", str(tmp_path), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={k: v for k, v in __import__("os").environ.items() if not k.startswith("FOVEATE_")},
+    )
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 1 and says in lines[0], r.stderr[-2000:]
+
+
 def test_full_queue_answers_503_with_retry_after(tmp_path):
     pics = [png(big_image(1400, s)) for s in range(6)]
     with ServerProcess(tmp_path, args=("--workers", "1", "--queue", "0")) as srv:

@@ -74,7 +74,7 @@ def gateway(
 
     require("serve", "foveate gateway")
     from ..gateway import GatewaySettings, create_app
-    from ..service.server import check_listen, run_server
+    from ..service.server import check_listen, check_log_level, run_server
     from ..store import TextureStore
 
     settings = GatewaySettings.from_env(
@@ -97,6 +97,7 @@ def gateway(
     )
     settings.check_bind()
     check_listen(settings.host, settings.port)
+    check_log_level(log_level)
     TextureStore(settings.store).close()  # a bad store folder fails here, as one line
     auth = "x-foveate-key" if settings.api_key else "none"
     err.print(

@@ -70,7 +70,7 @@ def serve(
 
     require("serve", "foveate serve")
     from ..service import ServiceSettings, create_app
-    from ..service.server import check_listen, run_server
+    from ..service.server import check_listen, check_log_level, run_server
     from ..store import TextureStore
 
     settings = ServiceSettings.from_env(
@@ -93,11 +93,16 @@ def serve(
         weights=weights,
     )
     settings.check_bind()
-    check_listen(settings.host, settings.port)  # a port in use fails here, as one line, before the banner
+    check_listen(settings.host, settings.port)
+    check_log_level(log_level)  # a port in use fails here, as one line, before the banner
     from ..weights import load_weights
 
     load_weights(settings.weights)  # a bad weights file fails here, as one line
     TextureStore(settings.store).close()  # a bad store folder fails here, as one line
+    from ..channels.registry import resolve_groups
+    from ..core.config import EncodeConfig
+
+    resolve_groups(EncodeConfig(preset=settings.preset))  # an unknown preset fails here, as one line
     auth = "bearer token" if settings.api_key else "none"
     err.print(
         f"foveate serve: http://{settings.host}:{settings.port} (docs at /docs, inspector at /ui), "

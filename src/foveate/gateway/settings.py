@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from ..core.config import DEFAULT_BUDGET
 from ..core.errors import ConfigError
-from ..service.settings import ServiceSettings, _parse, default_store_dir, is_loopback
+from ..service.settings import ServiceSettings, _parse, check_numbers, default_store_dir, is_loopback
 
 #: the header that carries the gateway's own key (``Authorization`` belongs to the upstream)
 KEY_HEADER = "x-foveate-key"
@@ -106,18 +106,18 @@ class GatewaySettings:
             )
         object.__setattr__(self, "upstream", up)
         object.__setattr__(self, "budget", _budget(self.budget))
-        for name in ("port", "workers", "max_pixels", "torch_threads"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
+        check_numbers(
+            self,
+            at_least_one=("port", "workers", "max_pixels", "torch_threads"),
+            positive=("max_body_mb", "upstream_timeout", "fetch_timeout"),
+            not_negative=("cache_mb",),
+        )
         hosts = self.fetch_hosts.split(",") if isinstance(self.fetch_hosts, str) else self.fetch_hosts
         hosts = tuple(h.strip().lower().strip("[]") for h in hosts if h.strip())
         for h in hosts:
             if any(c in h for c in "/:@ *") and not _is_ipv6(h):
                 raise ConfigError(f"--fetch-hosts takes exact host names such as images.example.com, got {h!r}")
         object.__setattr__(self, "fetch_hosts", hosts)
-        for name in ("max_body_mb", "cache_mb", "upstream_timeout", "fetch_timeout"):
-            if getattr(self, name) <= 0 and not (name == "cache_mb" and getattr(self, name) == 0):
-                raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
         if self.api_key is not None and not self.api_key.strip():
             object.__setattr__(self, "api_key", None)
 

@@ -185,6 +185,14 @@ def check_listen(host: str, port: int) -> None:
             raise ConfigError(f"cannot listen on {where}: {what} ({hint})") from None
 
 
+def check_log_level(level: str) -> None:
+    """A :class:`ConfigError` unless ``level`` is one of uvicorn's log levels (checked before the banner)."""
+    from uvicorn.config import LOG_LEVELS
+
+    if level.lower() not in LOG_LEVELS:
+        raise ConfigError(f"--log-level must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
+
+
 def run_server(app, settings: ServiceSettings, log_level: str = "info") -> None:
     """Serve ``app`` on ``settings.host:port`` with uvicorn and :class:`H11Protocol` (blocks until stopped)."""
     import uvicorn

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import ConfigError
 
@@ -82,14 +84,13 @@ class ServiceSettings:
         object.__setattr__(self, "store", Path(self.store))
         if self.pool not in ("thread", "process"):
             raise ConfigError(f"pool must be 'thread' or 'process', got {self.pool!r}")
-        for name in ("workers", "port", "max_pixels", "retry_after", "torch_threads"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
-        for name in ("queue", "max_upload_mb", "cache_mb", "request_timeout", "header_timeout", "max_connections"):
-            if getattr(self, name) < 0 or (
-                name in ("max_upload_mb", "request_timeout", "header_timeout") and getattr(self, name) == 0
-            ):
-                raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        check_numbers(
+            self,
+            at_least_one=("workers", "port", "max_pixels", "retry_after", "torch_threads"),
+            positive=("max_upload_mb", "request_timeout", "header_timeout"),
+            not_negative=("queue", "cache_mb", "max_connections")
+            + (("store_max_mb",) if self.store_max_mb is not None else ()),
+        )
         if self.api_key is not None and not self.api_key.strip():
             object.__setattr__(self, "api_key", None)
 
@@ -124,6 +125,29 @@ class ServiceSettings:
                 "send 'Authorization: Bearer <key>'), or pass --allow-public if a proxy in front of the server "
                 "authenticates"
             )
+
+
+def check_numbers(
+    settings: Any,
+    at_least_one: tuple[str, ...] = (),
+    positive: tuple[str, ...] = (),
+    not_negative: tuple[str, ...] = (),
+) -> None:
+    """Raise a :class:`ConfigError` naming the first of ``settings``' numeric fields out of its range: counts at
+    least 1, sizes and times positive or not negative.  NaN and infinity are out of every range (a NaN passes any
+    comparison-based check, then fails as the first request's ``int(nan)``); a ``port`` is at most 65535."""
+    for names, low, what in ((at_least_one, 1, "at least 1"), (not_negative, 0, "a number >= 0")):
+        for name in names:
+            value = getattr(settings, name)
+            if not (math.isfinite(value) and value >= low):
+                raise ConfigError(f"{name} must be {what}, got {value}")
+    for name in positive:
+        value = getattr(settings, name)
+        if not (math.isfinite(value) and value > 0):
+            raise ConfigError(f"{name} must be a positive number, got {value}")
+    port = getattr(settings, "port", 1)
+    if port > 65535:
+        raise ConfigError(f"port must be at most 65535, got {port}")
 
 
 def is_loopback(host: str) -> bool:
