@@ -139,3 +139,73 @@ def test_the_int8_recogniser_unmade_is_one_line_not_a_silent_float(tmp_path, mon
     done = run("encode", page_path, "--recogniser", "int8", "-o", tmp_path / "p.fvt")
     _one_error_line(done, "foveate prepare --int8")
     assert not (tmp_path / "p.fvt").exists()
+
+
+def test_an_unexpected_error_is_one_line_and_foveate_debug_shows_the_traceback(monkeypatch, capsys, page_fvt):
+    """A failure no message was written for (here a bug planted in ``info``) still prints one line, exit 1;
+    ``FOVEATE_DEBUG=1`` lets it raise."""
+    from foveate import cli
+    from foveate.cli import encode as encode_cli
+
+    def planted(*_args, **_kwargs):
+        raise RuntimeError("planted bug")
+
+    monkeypatch.setattr(encode_cli, "_describe", planted)
+    monkeypatch.setattr(sys, "argv", ["foveate", "info", str(page_fvt)])
+    monkeypatch.delenv("FOVEATE_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as done:
+        cli.main()
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert done.value.code == 1 and len(lines) == 1, lines
+    assert lines[0].startswith("error: unexpected RuntimeError: planted bug") and "FOVEATE_DEBUG" in lines[0]
+    monkeypatch.setenv("FOVEATE_DEBUG", "1")
+    with pytest.raises(RuntimeError, match="planted bug"):
+        cli.main()
+
+
+def test_a_damaged_texture_is_one_line_and_a_folder_run_skips_it(tmp_path, page_fvt):
+    """A texture whose config is null printed an AttributeError traceback, and stopped a folder's run at it."""
+    data = page_fvt.read_bytes()
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + n])
+    meta = json.loads(header["__metadata__"]["foveate"])
+    meta["config"] = None
+    header["__metadata__"]["foveate"] = json.dumps(meta)
+    blob = json.dumps(header).encode()
+    blob += b" " * (-len(blob) % 8)
+    folder = tmp_path / "batch"
+    folder.mkdir()
+    (folder / "a.fvt").write_bytes(len(blob).to_bytes(8, "little") + blob + data[8 + n :])
+    (folder / "b.fvt").write_bytes(data)
+    _one_error_line(run("info", folder / "a.fvt"), "damaged texture file")
+    done = run("select", folder, "-q", "total", "-b", 64, "-o", tmp_path / "out")
+    assert "Traceback" not in done.stderr and "a.fvt" in done.stdout + done.stderr
+    assert (tmp_path / "out" / "b").is_dir() and not (tmp_path / "out" / "a").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("encode", "IMG", "-o", ""), "-o/--output"),
+        (("encode", "IMG", "--store", "ST", "--workers", "-1"), "--workers"),
+    ],
+)
+def test_an_empty_output_name_or_negative_workers_is_a_usage_error(tmp_path, page_path, args, needle):
+    given = [str(page_path) if a == "IMG" else str(tmp_path / "st") if a == "ST" else a for a in args]
+    done = run(*given)
+    assert done.returncode == 2 and "Traceback" not in done.stderr and needle in done.stderr, done.stderr[-2000:]
+
+
+def test_a_count_of_documents_that_would_fill_the_disk_is_refused_before_drawing(tmp_path):
+    """``synth:99999999999`` started writing pages (395 MB in two minutes); now one line, nothing written."""
+    _one_error_line(run("synth", tmp_path / "s", "-n", 99999999999), "must be in [1, 10000]")
+    done = run("train", "synth:99999999999", "-o", tmp_path / "w.safetensors", "--cache", tmp_path / "cache")
+    _one_error_line(done, "must be in [1, 10000]")
+    assert not (tmp_path / "s").exists() and not list((tmp_path / "cache").glob("synth-*/images/*"))
+
+
+def test_eval_refuses_nan_settings_in_one_line(tmp_path):
+    folder = tmp_path / "set"
+    (folder / "images").mkdir(parents=True)
+    (folder / "queries.jsonl").write_text("")
+    _one_error_line(run("eval", folder, "--min-px", "nan", "-o", tmp_path / "o"), "min_px must be a finite number")

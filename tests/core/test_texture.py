@@ -203,6 +203,24 @@ def test_load_rejects_other_versions_and_corruption(tmp_path, page_texture):
         Texture.load(tmp_path / "missing.fvt")
 
 
+def test_load_rejects_a_damaged_config_or_a_level_of_the_wrong_shape(tmp_path, page_texture):
+    """A null config or a level whose shape does not fit the image was an AttributeError or a NumPy error at the
+    first select: now one TextureFormatError at load."""
+    import dataclasses
+
+    data = page_texture.to_bytes()
+    for name, change in (("null", lambda m: m.update(config=None)), ("p0", lambda m: m["config"].update(patch_size=0))):
+        (tmp_path / f"{name}.fvt").write_bytes(_rewrite_meta(data, change))
+        with pytest.raises(TextureFormatError, match="damaged texture file"):
+            Texture.load(tmp_path / f"{name}.fvt")
+    for field in ("mean", "coverage"):
+        levels = list(getattr(page_texture, field))
+        levels[0] = levels[0][:-1]
+        (tmp_path / "shape.fvt").write_bytes(dataclasses.replace(page_texture, **{field: levels}).to_bytes())
+        with pytest.raises(TextureFormatError, match="inconsistent texture file"):
+            Texture.load(tmp_path / "shape.fvt")
+
+
 def test_attach_caller_maps(photo):
     tex = encode(photo, preset="full", device="cpu")
     assert "attention" in tex.absent

@@ -1,7 +1,8 @@
 """``foveate`` command line: thin commands over the library.
 
 Errors a user can cause print as one line (``error: ...``) with exit code 1 and no traceback; usage errors
-exit with 2.
+exit with 2.  Any other exception (a bug) prints as one line too, ``error: unexpected ...``; ``FOVEATE_DEBUG=1``
+shows its traceback.
 
 One module per command group over a small shared helper (``common``: the app, the consoles, shared options and
 input helpers): ``encode`` (encode, select, info), ``prompt`` (prompt), ``serve`` (serve), ``gateway``
@@ -13,6 +14,7 @@ setup).  Importing a command module registers its commands on the app; the order
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, NoReturn
 
@@ -49,6 +51,13 @@ def main() -> None:
         fail(f"error: {exc}")
     except OSError as exc:  # writing outputs: disk full, permission denied, ...
         fail(f"error: {exc}")
+    except Exception as exc:  # a case no message was written for (a bug): still one line; FOVEATE_DEBUG=1 raises
+        if os.environ.get("FOVEATE_DEBUG"):
+            raise
+        fail(
+            f"error: unexpected {type(exc).__name__}: {exc} (a bug in foveate, please report it; "
+            "FOVEATE_DEBUG=1 shows where)"
+        )
     if isinstance(code, int) and code:  # typer.Exit(code) from a command
         sys.exit(code)
 

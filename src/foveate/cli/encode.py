@@ -69,6 +69,7 @@ def encode(
         0,
         "--workers",
         "-w",
+        min=0,
         help="--store: parallel decode + encode threads "
         "(0 = one per CPU core); --ray: Ray workers (0 = one "
         "per CPU of the cluster).",
@@ -113,6 +114,8 @@ def encode(
 
         encode_with_ray(ray, images, output, config, workers, batch_size)
         return
+    if output is not None and not output.strip():
+        raise typer.BadParameter("give a file or folder name", param_hint="-o/--output")
     out_path = Path(output) if output is not None else None
     from .document import encode_document_cli, is_document_source
 

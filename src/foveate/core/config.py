@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import numbers
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -179,6 +180,8 @@ class SelectConfig:
             raise ConfigError(f"unknown floor {self.floor!r}; choose one of {', '.join(FLOORS)}")
         if not 0 <= self.min_level <= 9:
             raise ConfigError(f"min_level must be in [0, 9], got {self.min_level}")
+        if not math.isfinite(self.area_exponent):
+            raise ConfigError(f"area_exponent must be a finite number, got {self.area_exponent}")
         levels = tuple(int(v) for v in self.topk_levels)
         if not levels or levels[-1] != 0 or any(a <= b for a, b in zip(levels, levels[1:])):
             raise ConfigError(f"topk_levels must be strictly decreasing and end at 0, got {self.topk_levels}")

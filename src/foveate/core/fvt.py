@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import ops
 from .config import EncodeConfig
 from .errors import TextureFormatError, TextureKindError
 
@@ -162,10 +163,14 @@ def read_header(path: str | Path) -> TextureHeader:
             tensors=tensors,
         )
         out.image_size, out.level_shapes  # noqa: B018  (the image and level 0 must be there)
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
+    except KeyError as exc:
         raise TextureFormatError(f"{path}: incomplete texture file (missing {exc})") from exc
-    if out.num_levels == 0:
-        raise TextureFormatError(f"{path}: inconsistent texture file (no levels)")
+    except (TypeError, ValueError, IndexError, AttributeError) as exc:  # a field of the wrong kind (a null config)
+        raise TextureFormatError(f"{path}: damaged texture file ({exc})") from exc
+    names = [[f"{k}.{i}" for k in ("mean", "max", "coverage")] for i in range(out.num_levels)]
+    levels = [[tensors[k][1] if k in tensors else () for k in level] for level in names]
+    if not ops.pyramid_fits(tensors["image"][1], out.config.patch_size, len(out.channels), levels):
+        raise TextureFormatError(f"{path}: inconsistent texture file (levels or channels do not match)")
     if out.config.hash() != meta.get("config_hash"):  # as Texture.load: another encoder's numbers
         raise TextureFormatError(
             f"{path}: written by an encoder with different settings (config hash "

@@ -12,6 +12,7 @@ Each function documents its shapes; each is tested against an independent refere
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -44,6 +45,21 @@ def level_shapes(gh: int, gw: int, n_levels: int) -> list[tuple[int, int]]:
         h, w = shapes[-1]
         shapes.append((-(-h // 2), -(-w // 2)))
     return shapes
+
+
+def pyramid_fits(
+    image_shape: Sequence[int], patch: int, channels: int, levels: Sequence[Sequence[Sequence[int]]]
+) -> bool:
+    """Whether a texture's arrays fit together, from their shapes: an (H, W, 3) image, at least one level, level 0
+    its tile grid and every level half the one before (:func:`level_shapes`), each level's ``(mean, max,
+    coverage)`` shapes ``(gh, gw, channels)`` twice and ``(gh, gw, ...)``."""
+    if not levels or len(image_shape) != 3 or image_shape[2] != 3:
+        return False
+    shapes = level_shapes(*grid_shape(int(image_shape[0]), int(image_shape[1]), patch), len(levels))
+    return all(
+        tuple(m) == tuple(x) == (gh, gw, channels) and tuple(cov[:2]) == (gh, gw)
+        for (gh, gw), (m, x, cov) in zip(shapes, levels)
+    )
 
 
 def axis_overlap(lo: np.ndarray, hi: np.ndarray, n: int, patch: int) -> np.ndarray:

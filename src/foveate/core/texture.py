@@ -351,14 +351,17 @@ class Texture:
                 extras=dict(meta.get("extras", {})),
                 tensors={k[len("extra.") :]: torch.from_numpy(v) for k, v in arrays.items() if k.startswith("extra.")},
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except KeyError as exc:
             raise TextureFormatError(f"{name}: incomplete texture file (missing {exc})") from exc
+        except (TypeError, ValueError, AttributeError) as exc:  # a field of the wrong kind (a null config, ...)
+            raise TextureFormatError(f"{name}: damaged texture file ({exc})") from exc
         if config.hash() != meta.get("config_hash"):
             raise TextureFormatError(
                 f"{name}: written by an encoder with different settings (config hash "
                 f"{meta.get('config_hash')} != {config.hash()}); encode the image again"
             )
-        if n_levels == 0 or tex.image.ndim != 3 or tex.mean[0].shape[-1] != len(tex.channels):
+        levels = [tuple(t.shape for t in ts) for ts in zip(tex.mean, tex.max, tex.coverage)]
+        if not ops.pyramid_fits(tex.image.shape, config.patch_size, len(tex.channels), levels):
             raise TextureFormatError(f"{name}: inconsistent texture file (levels or channels do not match)")
         if verify and content_hash(tex.image) != tex.content_hash:
             raise TextureFormatError(f"{name}: pixel data does not match its content hash (corrupt file)")

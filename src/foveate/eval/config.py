@@ -4,6 +4,7 @@ line's ``--variant`` values.  The run itself is :mod:`.runner`."""
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,8 +154,11 @@ class EvalConfig:
             object.__setattr__(self, "ocr_budgets", tuple(sorted(set(self.ocr_budgets))))
             if not set(self.ocr_budgets) <= set(budgets):
                 raise ConfigError(f"OCR budgets {self.ocr_budgets} must be among the budgets {tuple(sorted(budgets))}")
-        if self.min_px <= 0 or not 0 < self.hit_threshold <= 1:
-            raise ConfigError("min_px must be > 0 and hit_threshold in (0, 1]")
+        if not (0 < self.min_px < math.inf and 0 < self.hit_threshold <= 1):  # NaN fails both
+            raise ConfigError(
+                f"min_px must be a finite number > 0 and hit_threshold in (0, 1], got {self.min_px} and "
+                f"{self.hit_threshold}"
+            )
         if self.random_seeds < 1:
             raise ConfigError("random_seeds must be at least 1")
         if self.limit is not None and self.limit < 1:

@@ -449,10 +449,36 @@ def generated_mark(n: int, kinds: tuple[str, ...], seed: int) -> dict:
     }
 
 
+#: the most documents one data set draws, and about what one takes on disk (a PNG page: ~0.6 MB, 800 drawn)
+MAX_DOCUMENTS = 10_000
+DOCUMENT_BYTES = 600_000
+
+
+def check_count(n: int, out: Path) -> None:
+    """A :class:`ConfigError` for ``n`` documents out of ``[1, MAX_DOCUMENTS]`` or more than the disk under ``out``
+    holds (checked before the first is drawn: a count read wrong would otherwise fill the disk)."""
+    import shutil
+
+    from ..core.errors import ConfigError
+
+    if not 1 <= n <= MAX_DOCUMENTS:
+        raise ConfigError(f"the number of documents must be in [1, {MAX_DOCUMENTS}], got {n}")
+    existing = next((p for p in (out, *out.parents) if p.exists()), Path("."))
+    free = shutil.disk_usage(existing).free
+    if n * DOCUMENT_BYTES > free:
+        raise ConfigError(
+            f"{n} documents take about {n * DOCUMENT_BYTES / 1e9:.1f} GB; {existing} has {free / 1e9:.1f} GB free"
+        )
+
+
 def make_dataset(out: str | Path, n: int, kinds: tuple[str, ...] = DEFAULT_KINDS, seed: int = 0) -> Path:
-    """Write ``n`` documents (kinds in turn) as PNG images plus ``queries.jsonl``; a function of ``seed``."""
+    """Write ``n`` documents (kinds in turn) as PNG images plus ``queries.jsonl``; a function of ``seed``.
+
+    Raises:
+        ConfigError: an unknown kind, or ``n`` out of range or too many for the disk (:func:`check_count`)."""
     check_kinds(kinds)
     out = Path(out)
+    check_count(n, out)
     (out / "images").mkdir(parents=True, exist_ok=True)
     lines = []
     for i in range(n):
