@@ -209,3 +209,35 @@ def test_eval_refuses_nan_settings_in_one_line(tmp_path):
     (folder / "images").mkdir(parents=True)
     (folder / "queries.jsonl").write_text("")
     _one_error_line(run("eval", folder, "--min-px", "nan", "-o", tmp_path / "o"), "min_px must be a finite number")
+
+
+def test_document_options_are_checked_and_refused_on_one_image(tmp_path):
+    """``--page 0`` said "page -1 is outside ... (0-based)", ``--dpi 0`` quietly meant the default, and ``--page`` on
+    one image was ignored; an encode option's error named ``--ocr / --recogniser`` whatever it was about."""
+    for flag, value in (("--page", "0"), ("--max-pages", "0"), ("--dpi", "nan"), ("--dpi", "0")):
+        done = run("prompt", "example:page", "-q", "total", flag, value, "-o", tmp_path / "o")
+        assert done.returncode == 2 and flag in done.stderr and "Traceback" not in done.stderr, done.stderr
+    _one_error_line(run("prompt", "example:page", "-q", "total", "--page", "2", "-o", tmp_path / "o"), "one image")
+    done = run("encode", "example:page", "--patch-size", "0", "-o", tmp_path / "p.fvt")
+    assert done.returncode == 2 and "--patch-size" in done.stderr and "--ocr" not in done.stderr, done.stderr
+
+
+def test_a_folder_named_as_the_output_file_is_one_line(tmp_path):
+    (tmp_path / "d.fvt").mkdir()
+    _one_error_line(run("encode", "example:page", "-p", "fast", "-o", tmp_path / "d.fvt"), "is a folder")
+
+
+def test_store_clear_without_anyone_to_ask_says_pass_yes(tmp_path):
+    """With stdin not a terminal the confirmation read EOF and the command said "interrupted" (exit 130)."""
+    assert run("encode", "example:page", "-p", "fast", "--store", tmp_path / "st").returncode == 0
+    cmd = [str(BIN), "store", "clear", "--store", str(tmp_path / "st")]
+    done = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+    _one_error_line(done, "pass --yes")
+    assert len(json.loads(run("store", "ls", "--store", tmp_path / "st", "--json").stdout)) == 1  # nothing removed
+
+
+def test_info_on_a_texture_cut_short_says_so(tmp_path, page_fvt):
+    """``info`` reads the header only, which reads fine from a file cut in half: it printed a full table."""
+    data = page_fvt.read_bytes()
+    (tmp_path / "half.fvt").write_bytes(data[: len(data) // 2])
+    _one_error_line(run("info", tmp_path / "half.fvt"), "truncated texture file")

@@ -219,6 +219,11 @@ def test_load_rejects_a_damaged_config_or_a_level_of_the_wrong_shape(tmp_path, p
         (tmp_path / "shape.fvt").write_bytes(dataclasses.replace(page_texture, **{field: levels}).to_bytes())
         with pytest.raises(TextureFormatError, match="inconsistent texture file"):
             Texture.load(tmp_path / "shape.fvt")
+    levels = [m.clone() for m in page_texture.mean]
+    levels[1][0, 0, 0] = float("nan")
+    (tmp_path / "nan.fvt").write_bytes(dataclasses.replace(page_texture, mean=levels).to_bytes())
+    with pytest.raises(TextureFormatError, match="not finite"):
+        Texture.load(tmp_path / "nan.fvt")
 
 
 def test_attach_caller_maps(photo):

@@ -182,6 +182,8 @@ def test_prompt_matches_the_library(server, photo_id, photo):
     assert r.status_code == 422 and "unknown VLM rule" in r.json()["detail"]
     r = httpx.post(base, json={"text": "q", "model": "llama-4-scout"}, timeout=60)
     assert r.status_code == 422 and "known families are" in r.json()["detail"]
+    r = httpx.post(base, json={"text": " \t\n "}, timeout=60)  # as `foveate prompt -q "  "` (it answered 200)
+    assert r.status_code == 422 and "question is empty" in r.json()["detail"]
     crops = httpx.get(
         f"{server.url}/v1/textures/{photo_id}/crops",
         params={"text": "What is on the table?", "budget": 150, "model": "claude-opus-4-7", "images": "false"},

@@ -68,6 +68,16 @@ RecogniserOpt = typer.Option(
 )
 
 
+#: EncodeConfig's fields and the options that set them
+_ENCODE_FLAGS = {
+    "patch_size": "--patch-size",
+    "max_levels": "--max-levels",
+    "max_pixels": "--max-pixels",
+    "recogniser": "--recogniser",
+    "ocr": "--ocr",
+}
+
+
 def _encode_config(
     preset: str,
     patch_size: int,
@@ -76,7 +86,10 @@ def _encode_config(
     semantic_model: str | None = None,
     ocr: str = "auto",
     recogniser: str = "float",
+    ocr_flag: str = "--ocr",
 ) -> EncodeConfig:
+    """The encode options as an :class:`EncodeConfig`; a value it refuses is a usage error on the option that set it
+    (``ocr_flag``: the name of the command's OCR option)."""
     from ..channels.registry import resolve_groups, with_semantic_model
 
     try:
@@ -84,8 +97,10 @@ def _encode_config(
         cfg = EncodeConfig(
             preset=preset, patch_size=patch_size, max_levels=max_levels, max_pixels=max_pixels, options=options
         )
-    except ConfigError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--ocr / --recogniser") from None
+    except ConfigError as exc:  # the option the message names (EncodeConfig names the field it refused)
+        flags = {**_ENCODE_FLAGS, "ocr": ocr_flag}
+        flag = next((f for field, f in flags.items() if field in str(exc)), None)
+        raise typer.BadParameter(str(exc), param_hint=flag) from None
     resolve_groups(cfg)  # an unknown preset fails here, also for a saved texture that is not encoded again
     return with_semantic_model(cfg, semantic_model)
 

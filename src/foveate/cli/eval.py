@@ -160,7 +160,9 @@ def eval_command(
         load_weights(w)  # fail now, not after the encodes
     config = EvalConfig(
         budgets=budgets,
-        encode=_encode_config(preset, patch_size, max_levels, max_pixels, ocr=text_ocr, recogniser=recogniser),
+        encode=_encode_config(
+            preset, patch_size, max_levels, max_pixels, ocr=text_ocr, recogniser=recogniser, ocr_flag="--text-ocr"
+        ),
         select=sel,
         variants=tuple(parse_variant(v, sel) for v in variant),
         baselines=BASELINES

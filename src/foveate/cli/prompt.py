@@ -4,6 +4,7 @@ under the VLM's own token rule (``foveate.vlm``) -- plus the token ledger.  Noth
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import typer
@@ -63,9 +64,11 @@ def prompt(
     device: str = DeviceOpt,
     dpi: float | None = typer.Option(None, "--dpi", help="A PDF's render resolution (default 144)."),
     max_pages: int | None = typer.Option(
-        None, "--max-pages", help="Refuse a document with more pages than this (default 50)."
+        None, "--max-pages", min=1, help="Refuse a document with more pages than this (default 50)."
     ),
-    page: int | None = typer.Option(None, "--page", help="A document: spend the whole budget on this page (1-based)."),
+    page: int | None = typer.Option(
+        None, "--page", min=1, help="A document: spend the whole budget on this page (1-based)."
+    ),
 ) -> None:
     """Write the request body a user posts to a VLM (OpenAI chat completions, Anthropic messages, Gemini
     generateContent; Qwen2-VL processor inputs) with the pictures foveate plans for the question under that VLM's
@@ -77,6 +80,8 @@ def prompt(
 
     if not query.strip():
         raise FoveateError("the question (-q) is empty: it selects the tokens and ends the request")
+    if dpi is not None and not (math.isfinite(dpi) and dpi > 0):  # 0 meant the default; NaN passes `min=`
+        raise typer.BadParameter(f"must be a finite number of dots per inch > 0, got {dpi}", param_hint="--dpi")
     rule, model = resolve(vlm, model)  # an unknown rule or model fails before the encode
     relevance = load_weights(weights)
     cfg = SelectConfig(budget=budget, mode=mode)
@@ -94,6 +99,8 @@ def prompt(
             src, q, query, cfg, relevance, enc, device, output, rule, model, image_format, json_out,
             dpi=dpi, max_pages=max_pages, page=page,
         )  # fmt: skip
+    if page is not None or dpi is not None or max_pages is not None:
+        raise FoveateError(f"--page, --dpi and --max-pages apply to a PDF or multi-page TIFF; {source} is one image")
     _check_cover_early(src, enc, cfg)
     tex = _texture_for(src, enc, device, quiet=json_out)
     q.validate(tex.image_size)

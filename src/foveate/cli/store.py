@@ -167,7 +167,13 @@ def store_clear(
     store: Path | None = StoreOpt, yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask.")
 ) -> None:
     """Remove every texture from the store."""
+    import sys
+
+    from ..core.errors import FoveateError
+
     with _open_store(store) as st:
+        if not yes and not sys.stdin.isatty():  # no one to ask: confirm's EOF read as "interrupted"
+            raise FoveateError(f"store clear removes all {st.stats()['entries']} textures of {st.path}: pass --yes")
         if not yes and not typer.confirm(f"remove all {st.stats()['entries']} textures from {st.path}?"):
             raise typer.Exit(1)
         n = st.clear()

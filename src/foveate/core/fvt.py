@@ -52,9 +52,12 @@ def _header(data: bytes, name: str, size: int | None = None) -> dict[str, Any]:
         header = json.loads(data[8 : 8 + n])
         if not isinstance(header, dict):
             raise TypeError("header is not an object")
-        return header
-    except (ValueError, TypeError) as exc:
+        end = max((int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"), default=0)
+    except (ValueError, TypeError, KeyError, IndexError) as exc:
         raise TextureFormatError(f"{name}: not a foveate texture (bad header)") from exc
+    if size < 8 + n + end:  # the header alone reads fine from a file cut short
+        raise TextureFormatError(f"{name}: truncated texture file ({size} of {8 + n + end} bytes)")
+    return header
 
 
 def read_meta(data: bytes, name: str, header: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -182,6 +185,8 @@ def read_header(path: str | Path) -> TextureHeader:
 def write_file(path: str | Path, data: bytes) -> Path:
     """Write a ``.fvt`` file atomically: a temporary file beside it, then a rename (a crash leaves no partial file)."""
     path = Path(path)
+    if path.is_dir():  # else the rename's error names the temporary file
+        raise IsADirectoryError(f"{path} is a folder: give a file name to write the texture to")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         tmp.write_bytes(data)

@@ -363,6 +363,8 @@ class Texture:
         levels = [tuple(t.shape for t in ts) for ts in zip(tex.mean, tex.max, tex.coverage)]
         if not ops.pyramid_fits(tex.image.shape, config.patch_size, len(tex.channels), levels):
             raise TextureFormatError(f"{name}: inconsistent texture file (levels or channels do not match)")
+        if not all(bool(torch.isfinite(t).all()) for t in tex.mean + tex.max + tex.coverage):
+            raise TextureFormatError(f"{name}: damaged texture file (features that are not finite numbers)")
         if verify and content_hash(tex.image) != tex.content_hash:
             raise TextureFormatError(f"{name}: pixel data does not match its content hash (corrupt file)")
         return tex

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..core.config import DEFAULT_BUDGET
 from ..query.query import Query
@@ -104,6 +104,13 @@ class PromptIn(QueryIn):
     )
     format: Literal["png", "jpeg"] = Field("png", description="Picture encoding in the body.")
     max_crops: int | None = Field(None, ge=1, le=64, description="At most this many crops besides the context.")
+
+    @field_validator("text")
+    @classmethod
+    def _a_question(cls, text: str) -> str:
+        if not text.strip():  # as `foveate prompt -q "  "`: blanks select nothing and end the request with nothing
+            raise ValueError("the question is empty: it selects the tokens and ends the request")
+        return text
 
 
 class PromptOut(BaseModel):
