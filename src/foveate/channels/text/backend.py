@@ -3,7 +3,7 @@ says.
 
 rapidocr builds each model's session with onnxruntime.  On an x86 CPU OpenVINO runs the text detector 3-4x as fast
 from the same ``.onnx`` file, with the same probability map to 1e-6; the float recogniser runs at the same speed in
-either.  An int8 recogniser runs ~1.7x as fast where a texture asks for it (option ``recogniser=int8``) and one was
+either.  An int8 recogniser runs 1.2-1.7x as fast where a texture asks for it (option ``recogniser=int8``) and one was
 made (``foveate prepare --int8`` from generated pages, ``scripts/quantize_rec.py`` from training-split pages of real
 sets, into the cache: :mod:`.quantize`); it reads some lines differently, so it is never used unasked.  With
 onnxruntime-gpu and a GPU every model runs on CUDA through rapidocr's own switch.  A model's session is swapped
