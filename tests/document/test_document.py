@@ -189,6 +189,19 @@ def test_encrypted_pdf():
         load_document(data)
 
 
+@pytest.mark.parametrize(("cut", "says"), [(0.5, "breaks off"), (0.67, "page 3 cannot be decoded")])
+def test_a_multipage_tiff_cut_short_is_refused_not_read_as_its_first_page(cut, says):
+    """Pillow opens a TIFF whose later pages are cut off and reads its first page; its page count raises.  It was
+    taken for a one-page image, the other pages lost without a word."""
+    frames = [_picture_of_text(f"page {i}") for i in range(3)]
+    buf = io.BytesIO()
+    frames[0].save(buf, format="TIFF", save_all=True, append_images=frames[1:])
+    data = buf.getvalue()[: int(len(buf.getvalue()) * cut)]
+    assert document_kind(data) == "tiff"
+    with pytest.raises(DocumentDecodeError, match=says):
+        load_document(data)
+
+
 @pytest.mark.parametrize("cut", [0.5, 0.1])
 def test_corrupt_pdf(cut):
     data = _pdf([_text_page([(72, 700, "truncated")])])

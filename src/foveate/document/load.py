@@ -115,10 +115,14 @@ def document_kind(source: Any) -> str | None:
 
         try:
             src = _io.BytesIO(bytes(source)) if isinstance(source, (bytes, bytearray, memoryview)) else source
-            with Image.open(src) as im:
-                return "tiff" if int(getattr(im, "n_frames", 1)) > 1 else None
+            im = Image.open(src)
         except Exception:
-            return None
+            return None  # not a TIFF Pillow opens: load_image says what is wrong
+        with im:
+            try:
+                return "tiff" if int(getattr(im, "n_frames", 1)) > 1 else None
+            except Exception:  # its list of pages breaks off (a file cut short): a document the loader refuses
+                return "tiff"
     return None
 
 
@@ -239,9 +243,13 @@ def _load_tiff(data: bytes, name: str, max_pages: int, max_pixels: int) -> Loade
 
     try:
         im = Image.open(_io.BytesIO(data))
-        n = int(getattr(im, "n_frames", 1))
     except Exception as exc:
         raise DocumentDecodeError(f"{name}: not a readable TIFF ({exc})") from exc
+    try:
+        n = int(getattr(im, "n_frames", 1))
+    except Exception as exc:  # a page's directory points past the end: read as one page, the rest would be lost
+        im.close()
+        raise DocumentDecodeError(f"{name}: the TIFF's list of pages breaks off (a file cut short?) ({exc})") from exc
     with im:
         _check_count(n, max_pages, name)
         pages = []
