@@ -199,7 +199,8 @@ class Guard:
                     )
                     if declared is not None and declared > lim:
                         raise BodyTooLarge(state["too_large"])
-                state["waiting"] = True  # for the client's next body bytes: a timeout now is the client's
+                # waiting for the client's next body bytes (not for a disconnect after them): a timeout now is theirs
+                state["waiting"] = not state["body_done"]
                 message = await receive()
                 state["waiting"] = False
                 if message["type"] == "http.request":
