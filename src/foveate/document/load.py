@@ -18,6 +18,7 @@ import math
 import os
 import re
 import threading
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,7 +119,8 @@ def document_kind(source: Any) -> str | None:
             im = Image.open(src)
         except Exception:
             return None  # not a TIFF Pillow opens: load_image says what is wrong
-        with im:
+        with im, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # Pillow's "Corrupt EXIF data" on a damaged page list: the loader says it
             try:
                 return "tiff" if int(getattr(im, "n_frames", 1)) > 1 else None
             except Exception:  # its list of pages breaks off (a file cut short): a document the loader refuses
@@ -246,7 +248,9 @@ def _load_tiff(data: bytes, name: str, max_pages: int, max_pixels: int) -> Loade
     except Exception as exc:
         raise DocumentDecodeError(f"{name}: not a readable TIFF ({exc})") from exc
     try:
-        n = int(getattr(im, "n_frames", 1))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # Pillow's raw "Corrupt EXIF data": the error below says it in one line
+            n = int(getattr(im, "n_frames", 1))
     except Exception as exc:  # a page's directory points past the end: read as one page, the rest would be lost
         im.close()
         raise DocumentDecodeError(f"{name}: the TIFF's list of pages breaks off (a file cut short?) ({exc})") from exc
