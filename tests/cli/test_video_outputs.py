@@ -1,5 +1,5 @@
 """``foveate video`` bad input: a bad ``--fps`` is a quick one-line usage error, and a failed run into an earlier
-run's folder leaves that run's files as they were."""
+run's folder leaves that run's files as they were; a run that succeeds leaves none of them that would contradict it."""
 
 from __future__ import annotations
 
@@ -61,3 +61,14 @@ def test_cli_video_a_failed_run_creates_no_folder(tmp_path):
     r = run("video", broken, "-o", tmp_path / "new" / "out")
     assert r.returncode == 1 and "no frame could be decoded" in r.stderr
     assert not (tmp_path / "new").exists()
+
+
+def test_cli_video_no_overlay_removes_an_earlier_runs_overlay(tmp_path):
+    """An ``overlay.mp4`` left beside new selections would show an earlier run's: ``--no-overlay`` removes it."""
+    frames = _frames(tmp_path / "frames")
+    out = tmp_path / "out"
+    assert run("video", frames, "-q", "the box", "-o", out).returncode == 0
+    assert (out / "overlay.mp4").exists()
+    r = run("video", frames, "--box", "0,0,20,20", "-o", out, "--no-overlay")
+    assert r.returncode == 0, r.stderr
+    assert set(_contents(out)) == {"selections.jsonl", "stats.jsonl"}

@@ -51,7 +51,11 @@ def video(
         0.0, "--stability", help="Keep last frame's tokens unless a new one beats them by this score margin."
     ),
     full: bool = typer.Option(False, "--full", help="Encode every frame from scratch (no incremental updates)."),
-    overlay: bool = typer.Option(True, "--overlay/--no-overlay", help="Write overlay.mp4."),
+    overlay: bool = typer.Option(
+        True,
+        "--overlay/--no-overlay",
+        help="Write overlay.mp4 (--no-overlay also removes an earlier run's from the output folder).",
+    ),
     max_frames: int | None = typer.Option(None, "--max-frames", help="Stop after this many frames."),
     fps: float | None = typer.Option(
         None, "--fps", help="Overlay frame rate, more than 0 and at most 1000 (default: the video's, else 24)."

@@ -68,12 +68,13 @@ def run_video(
     paths = {"selections": out / "selections.jsonl", "stats": out / "stats.jsonl"}
     if overlay:
         paths["overlay"] = out / "overlay.mp4"
+    stale = () if overlay else (out / "overlay.mp4",)  # an earlier run's: it would not show these selections
     state = predictor.init_state()
     writer, size = None, None
     adds, sels, changed, reenc, kept, keyframes, n = [], [], [], [], [], 0, 0
     notes: dict[str, None] = {}
     frames = reader if max_frames is None else _take(reader, max_frames)
-    with _staged(out, paths) as tmps:
+    with _staged(out, paths, stale) as tmps:
         try:
             with open(tmps["selections"], "w") as fsel, open(tmps["stats"], "w") as fstat:
                 for res in predictor.propagate(
@@ -148,9 +149,10 @@ def _overlay_fps(fps: float | None, video_fps: float | None) -> float:
 
 
 @contextmanager
-def _staged(out: Path, paths: dict[str, Path]) -> Iterator[dict[str, Path]]:
-    """Temporary names in ``out`` for the outputs ``paths``: renamed over them when the block completes, removed
-    when it fails -- with the folders this run created, if still empty -- so a failed run leaves ``out`` as it was."""
+def _staged(out: Path, paths: dict[str, Path], stale: tuple[Path, ...] = ()) -> Iterator[dict[str, Path]]:
+    """Temporary names in ``out`` for the outputs ``paths``: renamed over them when the block completes (and the
+    ``stale`` files, an earlier run's outputs this run does not write, removed), removed when it fails -- with the
+    folders this run created, if still empty -- so a failed run leaves ``out`` as it was."""
     created = [d for d in (out, *out.parents) if not d.exists()]  # deepest first
     out.mkdir(parents=True, exist_ok=True)
     tmps = {
@@ -160,6 +162,8 @@ def _staged(out: Path, paths: dict[str, Path]) -> Iterator[dict[str, Path]]:
         yield tmps
         for k, p in paths.items():
             os.replace(tmps[k], p)
+        for p in stale:
+            p.unlink(missing_ok=True)
     except BaseException:
         for t in tmps.values():
             t.unlink(missing_ok=True)
