@@ -237,7 +237,14 @@ def test_credentials_are_never_logged_or_stored(gateway, provider, page_b64):
 @pytest.mark.parametrize("route", ["/v1/chat/completions", "/v1/messages", "/v1/responses"])
 def test_bad_bodies_answer_400_in_the_providers_shape(gateway, route):
     anthropic_shape = route == "/v1/messages"
-    for body in (b"{not json", b"[1, 2]", b'{"messages": []}', b'{"model": "gpt-5.2", "messages": 3, "input": 3}'):
+    deep = b'{"model": "gpt-5.2", "messages": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"  # used to log a traceback
+    for body in (
+        b"{not json",
+        b"[1, 2]",
+        b'{"messages": []}',
+        b'{"model": "gpt-5.2", "messages": 3, "input": 3}',
+        deep,
+    ):
         r = httpx.post(gateway.url + route, content=body, headers={"content-type": "application/json"}, timeout=30)
         assert r.status_code == 400, (body, r.text)
         doc = r.json()
@@ -245,6 +252,22 @@ def test_bad_bodies_answer_400_in_the_providers_shape(gateway, route):
             assert doc["type"] == "error" and doc["error"]["type"] == "invalid_request_error"
         else:
             assert doc["error"]["type"] == "invalid_request_error" and doc["error"]["message"]
+
+
+def test_a_lone_surrogate_in_the_question_is_replanned_and_forwarded_as_sent(gateway, provider, page_b64):
+    """JSON may carry ``\\ud800`` (a lone surrogate), which UTF-8 cannot: the gateway still re-plans the picture and
+    forwards the question's escape as it came (re-serialising it used to fail, log a traceback and pass through)."""
+    body = {"model": "gpt-5.2", "messages": chat_messages(page_b64, "What is the date \ud800 on this form?")}
+    raw = json.dumps(body).encode()  # ASCII: the surrogate as the escape \ud800 (httpx's json= cannot send it)
+    r = httpx.post(
+        gateway.url + "/v1/chat/completions", content=raw, headers={"content-type": "application/json"}, timeout=120
+    )
+    assert r.status_code == 200, r.text
+    assert "x-foveate-passthrough" not in r.headers and int(r.headers["x-foveate-sent-tokens"]) > 0
+    sent = provider.last().body
+    texts = [p["text"] for p in json.loads(sent)["messages"][1]["content"] if p["type"] == "text"]
+    assert b"\\ud800" in sent and texts[-1] == "What is the date \ud800 on this form?"  # after the captions
+    assert "re-planning failed" not in gateway.log()
 
 
 def test_bad_and_oversized_pictures_answer_4xx_through_the_sdks(gateway, provider):

@@ -224,6 +224,8 @@ def create_app(upstream: str | None = None, settings: GatewaySettings | None = N
             body = json.loads(raw)
         except (ValueError, UnicodeDecodeError):
             raise BadBody("the request body is not valid JSON") from None
+        except RecursionError:
+            raise BadBody("the request body's JSON is nested too deeply") from None
         if not isinstance(body, dict):
             raise BadBody("the request body must be a JSON object")
         model = body.get("model")
@@ -289,7 +291,7 @@ def create_app(upstream: str | None = None, settings: GatewaySettings | None = N
             return raw, {**extra, **said(info, "no-saving")}
         for k, done in replacements.items():
             replace(turns[k], done)
-        return json.dumps(body, ensure_ascii=False).encode(), extra
+        return _dumps(body), extra
 
     async def fetch_pictures(
         fetcher: Fetcher, turns: list[Turn], urls: list[tuple[int, int, str]], info: dict[str, Any]
@@ -331,6 +333,16 @@ def create_app(upstream: str | None = None, settings: GatewaySettings | None = N
         return response
 
     return app
+
+
+def _dumps(body: dict[str, Any]) -> bytes:
+    """The re-planned body as UTF-8 JSON; a string with a lone surrogate (which JSON's ``\\ud800`` escapes carry and
+    UTF-8 cannot) goes as the escape the client sent."""
+    text = json.dumps(body, ensure_ascii=False)
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(body).encode()
 
 
 def app_from_env() -> FastAPI:
