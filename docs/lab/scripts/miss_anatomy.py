@@ -32,7 +32,6 @@ def main() -> None:
     args = ap.parse_args()
 
     from compare_weights import SETS
-
     from foveate import select
     from foveate.core.config import EncodeConfig
     from foveate.eval.metrics import query_metrics
