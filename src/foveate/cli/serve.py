@@ -93,8 +93,8 @@ def serve(
         weights=weights,
     )
     settings.check_bind()
-    check_listen(settings.host, settings.port)
-    check_log_level(log_level)  # a port in use fails here, as one line, before the banner
+    check_listen(settings.host, settings.port)  # a port in use fails here, as one line, before the banner
+    check_log_level(log_level)
     from ..weights import load_weights
 
     load_weights(settings.weights)  # a bad weights file fails here, as one line

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import typer
@@ -33,17 +32,6 @@ def _open_store(store: Path | None, create: bool = False):
     from ..store import TextureStore
 
     return TextureStore(store or default_store_dir(), create=create)
-
-
-def _cap_bytes(max_mb: float) -> int:
-    """``--max-mb`` in bytes; a :class:`StoreError` for a negative, NaN or infinite cap (``int(nan)`` would raise
-    a bare ValueError)."""
-    from ..core.errors import StoreError
-
-    max_bytes = max_mb * 2**20
-    if not (math.isfinite(max_bytes) and max_bytes >= 0):
-        raise StoreError(f"the store size cap must be a finite number >= 0 (0 = no cap), got --max-mb {max_mb}")
-    return int(max_bytes)
 
 
 def _ago(t: float) -> str:
@@ -151,7 +139,9 @@ def store_gc(
 ) -> None:
     """Drop unreadable entries (other format versions, unreadable metadata; corrupt blobs with --verify), evict to
     the cap, shrink the file."""
-    max_bytes = None if max_mb is None else _cap_bytes(max_mb)  # checked before the store is opened
+    from ..store.store import check_cap
+
+    max_bytes = None if max_mb is None else check_cap(max_mb * 2**20, f"--max-mb {max_mb}")  # before the store opens
     with _open_store(store) as st:
         rep = st.gc(verify=verify, max_bytes=max_bytes)
     out.print(

@@ -68,6 +68,15 @@ def _guarded(method: Callable[Concatenate[TextureStore, P], R]) -> Callable[Conc
     return guarded
 
 
+def check_cap(max_bytes: float, given: str | None = None) -> int:
+    """A size cap in whole bytes; a :class:`StoreError` unless it is a finite number >= 0 (NaN passes ``< 0``, then
+    fails as ``int(nan)``).  ``given``: how the caller's user wrote it, for the message (default: the bytes)."""
+    if not (math.isfinite(max_bytes) and max_bytes >= 0):
+        shown = given if given is not None else f"{max_bytes} bytes"
+        raise StoreError(f"the store size cap must be a finite number >= 0 (0 = no cap), got {shown}")
+    return int(max_bytes)
+
+
 class TextureStore:
     """A content-addressed texture store in the folder ``path`` (created if missing unless ``create=False``).
 
@@ -222,9 +231,9 @@ class TextureStore:
 
     @staticmethod
     def _save_cap(conn: sqlite3.Connection, max_bytes: int) -> None:
-        if not (math.isfinite(max_bytes) and max_bytes >= 0):  # NaN passes `< 0`, then fails as int(nan)
-            raise StoreError(f"the store size cap must be a finite number >= 0 bytes (0 = no cap), got {max_bytes}")
-        conn.execute("INSERT OR REPLACE INTO settings (key, value) VALUES ('max_bytes', ?)", (str(int(max_bytes)),))
+        conn.execute(
+            "INSERT OR REPLACE INTO settings (key, value) VALUES ('max_bytes', ?)", (str(check_cap(max_bytes)),)
+        )
 
     # -- reads ---------------------------------------------------------------------------------------------
     @_guarded
