@@ -1,17 +1,23 @@
 """The ``auto`` mode: its legibility estimate against the evaluation's exact metric and ``Selection.level_map``, its
-choice against both layouts computed separately, and its fallbacks."""
+choice against both layouts computed separately, and its fallbacks; the top-k layout's completion of the likely
+answer lines against a slow greedy written out with sets."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
 
-from foveate import select
+from foveate import SelectConfig, select
 from foveate.eval.metrics import query_metrics
 from foveate.query.base import LikelyLines
 from foveate.query.query import Query
+from foveate.query.scorer import resolve_scorer
 from foveate.query.terms import query_maps
-from foveate.selection.auto import choose, expected_legible, finest_levels, legible_share
+from foveate.selection.auto import answer_spans, choose, finest_levels, legible_answer, legible_share
+from foveate.selection.selector import _topk_tiles, score_texture
+from foveate.selection.topk import lines_first, topk_split
 from foveate.weights import load_weights
 
 QUESTIONS = ("What is the total?", "Who is the invoice addressed to?", "invoice number", "due date")
@@ -53,9 +59,8 @@ def test_legible_share_equals_the_exact_metric(page_texture, mode):
     assert 0 < got.mean() < 1  # the draw holds legible and blurred boxes
 
 
-def test_choose_keeps_the_default_on_ties_and_makes_nothing_it_does_not_need():
+def test_choose_weighs_the_likely_answer_then_the_pages_print():
     grid = (4, 4)
-    boxes, heights = np.array([[0.0, 0.0, 16.0, 16.0]]), np.array([12.0])
 
     def never():
         raise AssertionError("made a candidate that could not change the choice")
@@ -63,13 +68,16 @@ def test_choose_keeps_the_default_on_ties_and_makes_nothing_it_does_not_need():
     coarse = [(2, 0, 0)]  # one 64 px tile: 12 px text is blurred
     fine = [(0, r, c) for r in range(4) for c in range(4)]
     assert choose({"quadtree": lambda: coarse, "topk": never}, grid, 16, None)[:2] == ("quadtree", coarse)
-    likely = LikelyLines(boxes, heights, np.array([0.9]))
-    assert choose({"quadtree": lambda: fine, "topk": never}, grid, 16, likely)[0] == "quadtree"
+    boxes, heights = np.array([[0.0, 0.0, 16.0, 16.0], [32.0, 32.0, 64.0, 48.0]]), np.array([12.0, 12.0])
+    likely = LikelyLines(boxes, heights, np.array([0.9, 0.0]))
     name, tiles, got = choose({"quadtree": lambda: coarse, "topk": lambda: coarse + fine}, grid, 16, likely)
     assert (name, tiles) == ("topk", coarse + fine) and got == pytest.approx({"quadtree": 0.0, "topk": 0.9})
-    assert (
-        choose({"quadtree": lambda: coarse, "topk": lambda: coarse}, grid, 16, likely)[0] == "quadtree"
-    )  # a tie keeps the default
+    first_only = [(0, 0, 0)]  # the likely line sharp, the other line blurred
+    name, _, got = choose({"quadtree": lambda: first_only, "topk": lambda: fine}, grid, 16, likely)
+    assert name == "topk" and got["quadtree"] == got["topk"]  # a tie on the answer: more of the page legible
+    name, _, _ = choose({"quadtree": lambda: fine, "topk": lambda: first_only}, grid, 16, likely)
+    assert name == "quadtree"
+    assert choose({"quadtree": lambda: fine, "topk": lambda: fine}, grid, 16, likely)[0] == "quadtree"  # both: first
 
 
 @pytest.mark.parametrize("budget", [64, 144, 273])
@@ -84,19 +92,11 @@ def test_auto_is_the_better_of_the_two_layouts(page_texture, budget):
         lines = query_maps(page_texture, Query.coerce(question), weights).lines  # what auto weighs the layouts by
         assert lines is not None
         got = {
-            m: expected_legible(
-                _tiles(s),
-                page_texture.level_shapes[0],
-                page_texture.patch_size,
-                lines.boxes,
-                lines.heights,
-                lines.probs,
-            )
+            m: legible_answer(_tiles(s), page_texture.level_shapes[0], page_texture.patch_size, lines)
             for m, s in both.items()
         }
-        assert got[auto.mode] == max(got.values())
-        if auto.mode == "topk":
-            assert got["topk"] > got["quadtree"] and any(n.startswith("auto: topk") for n in auto.notes)
+        assert got[auto.mode] == max(got.values())  # the answer's expectation, then the page's legible print
+        assert any(n.startswith(f"auto: {auto.mode}") for n in auto.notes)
         again = select(page_texture, question, budget, cut=False)
         assert _tiles(again) == _tiles(auto)  # deterministic
 
@@ -106,3 +106,103 @@ def test_auto_is_the_quadtree_without_a_learned_text_term(page_texture):
         auto = select(page_texture, query, 144, weights=weights, cut=False)
         quad = select(page_texture, query, 144, weights=weights, mode="quadtree", cut=False)
         assert auto.mode == "quadtree" and _tiles(auto) == _tiles(quad)
+
+
+def _slow_lines_first(ranked, score0, spans, values, k):
+    """``lines_first`` written out with sets: each greedy (most value per tile not yet taken, then most value; the
+    first span on ties) while a span fits, the ranked tiles after it, and of those and the ranked tiles alone the set
+    worth most (each span's value times its share taken; the ranked tiles on ties)."""
+    tiles = [{(r, c) for r in range(r0, r1) for c in range(c0, c1)} for r0, r1, c0, c1 in spans]
+
+    def worth(chosen):
+        return sum(v * len(t & chosen) / len(t) for v, t in zip(values, tiles) if t)
+
+    best = {(r, c) for _, r, c in ranked[:k]}
+    best_worth, found = worth(best), False
+    for per_tile in (True, False):
+        taken: set = set()
+        open_ = [i for i, t in enumerate(tiles) if t]
+        while True:
+            pick, pick_v = None, -np.inf
+            for i in open_:
+                new = len(tiles[i] - taken)
+                v = values[i] / new if per_tile and new else values[i]
+                if 0 < new <= k - len(taken) and v > pick_v:
+                    pick, pick_v = i, v
+            if pick is None:
+                break
+            taken |= tiles[pick]
+            open_.remove(pick)
+        if not taken:
+            continue
+        for _, r, c in ranked:
+            if len(taken) == k:
+                break
+            taken.add((r, c))
+        if worth(taken) > best_worth + 1e-12:
+            best, best_worth, found = taken, worth(taken), True
+    if not found:
+        return [(r, c) for _, r, c in ranked[:k]]
+    return sorted(best, key=lambda t: (-score0[t], t[0] * score0.shape[1] + t[1]))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_lines_first_equals_a_slow_greedy_and_makes_whole_lines(seed):
+    rng = np.random.default_rng(seed)
+    gh, gw = int(rng.integers(4, 30)), int(rng.integers(4, 30))
+    score0 = rng.random((gh, gw)).astype(np.float32)
+    score0[rng.random((gh, gw)) < 0.2] = 0.5  # ties in the score, broken by raster order
+    k = int(rng.integers(1, gh * gw + 1))
+    n = int(rng.integers(0, 12))
+    r0, c0 = rng.integers(0, gh, n), rng.integers(0, gw, n)
+    spans = np.stack(
+        [r0, np.minimum(r0 + rng.integers(0, 3, n), gh), c0, np.minimum(c0 + rng.integers(0, 9, n), gw)], 1
+    )
+    values = rng.choice([0.5, 0.2, 0.05, 0.01], n)  # repeated values: ties between spans too
+    flat = np.lexsort((np.arange(gh * gw), -score0.ravel()))[:k]
+    ranked = [(0, int(i // gw), int(i % gw)) for i in flat]
+    got = lines_first(ranked, score0, spans, values, k)
+    assert [(r, c) for _, r, c in got] == _slow_lines_first(ranked, score0, spans, values, k)
+    assert len(got) == len(set(got)) == k and all(lvl == 0 for lvl, _, _ in got)
+    area = (spans[:, 1] - spans[:, 0]) * (spans[:, 3] - spans[:, 2]) if n else np.zeros(0)
+    if not ((area > 0) & (area <= k)).any():
+        assert got == ranked  # nothing fits: the cascade's tiles as they were
+
+
+def test_lines_first_keeps_a_long_likely_line_over_many_cheap_unlikely_ones():
+    """The classic greedy's trap: five one-tile lines of value 0.1 (0.1 per tile) come before a ten-tile line of
+    value 0.9 (0.09 per tile) and leave no room for it in 10 tiles; the greedy by value takes the long line whole."""
+    score0 = np.zeros((4, 12), np.float32)
+    score0[3, :10] = 1.0  # the cascade would spend everything on row 3
+    ranked = [(0, 3, c) for c in range(10)]
+    spans = np.array([[0, 1, 0, 10]] + [[2, 3, c, c + 1] for c in range(0, 10, 2)])
+    values = np.array([0.9] + [0.1] * 5)
+    got = lines_first(ranked, score0, spans, values, 10)
+    assert sorted(got) == [(0, 0, c) for c in range(10)]
+    assert lines_first(ranked, score0, spans, np.array([0.01] + [0.0] * 5), 10) != ranked  # 0.01 on one whole line
+    assert lines_first(ranked, score0, spans, np.zeros(6), 10) == ranked  # worth nothing: the cascade's own
+
+
+def test_the_top_k_layout_completes_likely_lines(page_texture):
+    """With the learned text term, top-k completes its likely lines first: it leaves at least as much of their
+    probability legible as the plain cascade on the same scores (to the slack between tile counts and box areas),
+    and more for some question."""
+    weights = load_weights("default")
+    scorer = resolve_scorer(weights, None, page_texture.channels, page_texture.device)
+    shape, patch, n_levels = page_texture.level_shapes[0], page_texture.patch_size, len(page_texture.level_shapes)
+    gained = 0
+    for budget in (20, 64):
+        cfg = SelectConfig(budget=budget, mode="topk")
+        gist, k = topk_split(page_texture.level_shapes, budget, cfg.gist)
+        for question in QUESTIONS:
+            sc = score_texture(page_texture, Query.coerce(question), scorer)
+            assert sc.lines is not None and len(answer_spans(sc.lines, shape, patch)[0])
+            sel = select(page_texture, question, budget, mode="topk", cut=False)
+            plain = gist + _topk_tiles(dataclasses.replace(sc, lines=None), cfg, n_levels, k, patch)
+            got = {
+                name: legible_answer(tiles, shape, patch, sc.lines)[0]
+                for name, tiles in (("lines first", _tiles(sel)), ("plain", plain))
+            }
+            assert got["lines first"] >= got["plain"] - 0.01
+            gained += got["lines first"] > got["plain"] + 0.01
+    assert gained

@@ -6,16 +6,19 @@ top-k layout (a gist of the coarsest tiles plus level-0 tiles) pays one token pe
 coarser level where the text is large enough.  Which is better depends on the page and the question, and a learned
 text term says where the answer probably is: the answer ranker's probability for every OCR line (the query maps'
 :class:`~foveate.query.base.LikelyLines`).  So ``auto``
-makes the quadtree, and the top-k layout too when the quadtree leaves some of that probability blurred (each a
-millisecond or two), and keeps the one with the larger *expected legible answer*,
+makes both layouts (each a millisecond or so) and keeps the one with the larger *expected legible answer*,
 
     sum over lines i of  p_i * (share of line i's area on tiles fine enough for its text),
 
 where text of height h is legible in a token of scale 2**level when ``h / 2**level >= LEGIBLE_PX`` -- the same rule
 as the evaluation's legible coverage -- and h is the OCR box height times the weights' ``text_height`` (OCR boxes
-are taller than the print they hold; ``foveate train`` measures the ratio on its training pages).  Ties, a query
-without text, a scorer without a ranker and a page without OCR lines keep the quadtree; a budget below the
-quadtree's coarsest cover leaves the top-k layout alone.
+are taller than the print they hold; ``foveate train`` measures the ratio on its training pages).  With those lines
+the top-k layout completes them first, most probability per token first (:func:`answer_spans`,
+:func:`foveate.selection.topk.lines_first`), so both layouts often make every likely line legible; that tie goes to
+the layout that makes more of the page's print legible (where the ranker is wrong, the answer is then read the more
+likely): the quadtree where the print is large enough for its coarser tiles (receipts), top-k where only full
+resolution reads it (forms).  A query without text, a scorer without a ranker and a page without OCR lines keep the
+quadtree; a budget below the quadtree's coarsest cover leaves the top-k layout alone.
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ from ..core.config import LEGIBLE_PX
 from ..core.ops import axis_overlap
 from ..query.base import LikelyLines
 
-#: lines under this probability are left out of the expectation (they cannot change it by more than their sum)
+#: lines under this probability are left out of the expectation (they cannot change it by more than their sum) and
+#: are not completed first by the top-k layout
 MIN_PROBABILITY = 0.01
-#: topk must beat the quadtree's expected legible answer by more than this to be chosen
+#: expected legible answers (and legible shares of the page's print) within this of each other are a tie
 MARGIN = 1e-6
 
 
@@ -75,20 +79,30 @@ def legible_share(
     return out
 
 
-def expected_legible(
-    tiles: list[tuple[int, int, int]],
-    grid0: tuple[int, int],
-    patch: int,
-    boxes: np.ndarray,
-    heights: np.ndarray,
-    probs: np.ndarray,
-) -> float:
-    """``sum_i probs[i] * legible_share(line i)`` over the lines with probability >= :data:`MIN_PROBABILITY`."""
-    keep = np.nonzero(np.asarray(probs) >= MIN_PROBABILITY)[0]
-    if not len(keep):
-        return 0.0
-    share = legible_share(finest_levels(tiles, grid0), patch, boxes[keep], heights[keep])
-    return float(np.dot(np.asarray(probs, np.float64)[keep], share))
+def legible_answer(
+    tiles: list[tuple[int, int, int]], grid0: tuple[int, int], patch: int, lines: LikelyLines
+) -> tuple[float, float]:
+    """What ``choose`` weighs a layout by: ``(sum_i p_i * legible_share(line i)`` over the lines with probability >=
+    :data:`MIN_PROBABILITY`, the mean legible share of all the lines ``)``."""
+    share = legible_share(finest_levels(tiles, grid0), patch, lines.boxes, lines.heights)
+    keep = np.asarray(lines.probs) >= MIN_PROBABILITY
+    expected = float(np.dot(np.asarray(lines.probs, np.float64)[keep], share[keep]))
+    return expected, float(share.mean()) if len(share) else 0.0
+
+
+def answer_spans(lines: LikelyLines, grid0: tuple[int, int], patch: int) -> tuple[np.ndarray, np.ndarray]:
+    """The likely lines the top-k layout completes first (:func:`foveate.selection.topk.lines_first`): those with
+    probability >= :data:`MIN_PROBABILITY` whose print can be legible at all (height >= ``LEGIBLE_PX`` at level 0),
+    as ``(spans (M, 4) int64 (r0, r1, c0, c1) end-exclusive ranges of the level-0 tiles each box touches, their
+    probabilities (M,))``."""
+    gh, gw = grid0
+    keep = (lines.probs >= MIN_PROBABILITY) & (lines.heights >= LEGIBLE_PX)
+    b = np.asarray(lines.boxes, np.float64).reshape(-1, 4)[keep]
+    r0 = np.clip(np.floor(b[:, 1] / patch), 0, gh).astype(np.int64)
+    r1 = np.clip(np.ceil(b[:, 3] / patch), 0, gh).astype(np.int64)
+    c0 = np.clip(np.floor(b[:, 0] / patch), 0, gw).astype(np.int64)
+    c1 = np.clip(np.ceil(b[:, 2] / patch), 0, gw).astype(np.int64)
+    return np.stack([r0, np.maximum(r1, r0), c0, np.maximum(c1, c0)], 1), np.asarray(lines.probs, np.float64)[keep]
 
 
 def choose(
@@ -97,20 +111,19 @@ def choose(
     patch: int,
     lines: LikelyLines | None,
 ) -> tuple[str, list[tuple[int, int, int]], dict[str, float]]:
-    """The candidate layout with the largest expected legible answer: (its name, its tiles, every computed
-    candidate's expectation).  ``candidates`` map names to functions making the tiles, the default (kept on ties)
-    first; the others are not made when ``lines`` is None or the default already makes every likely line legible."""
+    """The candidate layout with the largest expected legible answer, on a tie the one that makes more of the page's
+    print legible (the mean legible share of all its lines: where the ranker is wrong, the answer is read the more
+    likely), on a tie of both the first: (its name, its tiles, every candidate's expectation).  ``candidates`` map
+    names to functions making the tiles; without ``lines`` only the first is made, and taken."""
     names = list(candidates)
-    best, tiles = names[0], candidates[names[0]]()
     if lines is None:
-        return best, tiles, {}
-    reachable = float(lines.probs[lines.probs >= MIN_PROBABILITY].sum())  # what a layout making every line legible gets
-    got = {best: expected_legible(tiles, grid0, patch, lines.boxes, lines.heights, lines.probs)}
-    for n in names[1:]:
-        if got[best] >= reachable - MARGIN:  # nothing left to gain
-            break
+        return names[0], candidates[names[0]](), {}
+    got: dict[str, float] = {}
+    best, tiles, best_page = names[0], [], -np.inf
+    for n in names:
         t = candidates[n]()
-        got[n] = expected_legible(t, grid0, patch, lines.boxes, lines.heights, lines.probs)
-        if got[n] > got[best] + MARGIN:
-            best, tiles = n, t
+        got[n], page = legible_answer(t, grid0, patch, lines)
+        tie = got[n] >= got[best] - MARGIN
+        if n == names[0] or got[n] > got[best] + MARGIN or (tie and page > best_page + MARGIN):
+            best, tiles, best_page = n, t, page
     return best, tiles, got

@@ -34,11 +34,11 @@ from ..query.query import MAX_QUERY_CHARS, Query
 from ..query.scorer import Scorer, default_scorer, resolve_scorer
 from ..query.terms import QUERY_TERMS, query_maps
 from ..weights.weights import WeightsSpec
-from .auto import choose
+from .auto import answer_spans, choose
 from .floor import prefer_uniform
 from .quadtree import covers, quadtree_select, require_cover
 from .selection import Selection
-from .topk import topk_select, topk_split
+from .topk import lines_first, topk_select, topk_split
 from .uniform import cut_uniform, uniform_grid
 
 # ----------------------------------------------------------------------------------------------------------
@@ -218,7 +218,7 @@ def select(
         lines = sc.lines if mode == "auto" else None  # what auto weighs the layouts by
         if mode == "topk" or (mode == "auto" and (not candidates or lines is not None)):
             gist_tiles, k = topk_split(shapes, cfg.budget, cfg.gist)
-            candidates["topk"] = lambda: gist_tiles + _topk_tiles(sc, cfg, n_levels, k)
+            candidates["topk"] = lambda: gist_tiles + _topk_tiles(sc, cfg, n_levels, k, texture.patch_size)
         mode, tiles, expected = choose(candidates, shapes[0], texture.patch_size, lines)
         if len(expected) > 1:
             notes.append(
@@ -287,13 +287,17 @@ def select(
     return sel
 
 
-def _topk_tiles(sc: Scores, cfg: SelectConfig, n_levels: int, k: int) -> list[tuple[int, int, int]]:
-    """The top-k cascade's ``k`` level-0 tiles (stage levels clamped to the texture's)."""
+def _topk_tiles(sc: Scores, cfg: SelectConfig, n_levels: int, k: int, patch: int) -> list[tuple[int, int, int]]:
+    """The top-k cascade's ``k`` level-0 tiles (stage levels clamped to the texture's), the likely answer lines'
+    completed first when the learned text term gives them (:func:`.topk.lines_first`)."""
     stage_levels = tuple(sorted({min(lvl, n_levels - 1) for lvl in cfg.topk_levels}, reverse=True))
     cands = cfg.topk_candidates
     if cands is not None and len(stage_levels) != len(cfg.topk_levels):
         cands = cands[len(cfg.topk_levels) - len(stage_levels) :]  # coarse stages collapsed by clamping
-    return topk_select(sc.score, k, stage_levels, cands, rank=sc.bound)
+    ranked = topk_select(sc.score, k, stage_levels, cands, rank=sc.bound)
+    if sc.lines is None:
+        return ranked
+    return lines_first(ranked, sc.score[0], *answer_spans(sc.lines, sc.score[0].shape, patch), k)
 
 
 def _pyramid_parts(
