@@ -201,6 +201,17 @@ def test_the_ranker_runs_every_epoch_and_keeps_the_best_held_out_one(tiny_run):
     assert mean_loss(ranker, hold, _tensors(hold)) == pytest.approx(min(losses), abs=1e-3)
 
 
+def test_a_near_tie_in_the_text_terms_grid_goes_to_the_broadest_painting():
+    from foveate.train.text_term import broadest_within
+
+    cells = {"a": (14.0, 4.0), "b": (14.0, 10.0), "c": (40.0, 10.0), "d": (40.0, 2.5)}
+    tried = {"a": 92.71, "b": 92.66, "c": 92.30, "d": 92.71}
+    assert broadest_within(tried, cells) == "b"  # sharpness 10 within 0.25 of the best; text 40 at 10 is not
+    assert broadest_within(tried, cells, tie=0.5) == "c"  # both sharpness-10 cells close: the larger text weight
+    assert broadest_within(tried, cells, tie=0.0) == "a"  # an exact tie: the larger sharpness of the two
+    assert broadest_within({**tried, "b": 91.0, "c": 91.0}, cells) == "a"  # a real loss is not a tie
+
+
 @pytest.mark.slow
 def test_from_keeps_the_ranker_and_scorer_and_refits_the_text_term(tiny_run, tmp_path):
     """``--from``: the file's ranker, channel weights and level prior stay; the text term's constants and the gate
