@@ -288,7 +288,7 @@ def select(
 
 
 def _topk_tiles(sc: Scores, cfg: SelectConfig, n_levels: int, k: int, patch: int) -> list[tuple[int, int, int]]:
-    """The top-k cascade's ``k`` level-0 tiles (stage levels clamped to the texture's), the likely answer lines'
+    """The top-k cascade's ``k`` level-0 tiles (stage levels clamped to the texture's), the likely answer lines
     completed first when the learned text term gives them (:func:`.topk.lines_first`)."""
     stage_levels = tuple(sorted({min(lvl, n_levels - 1) for lvl in cfg.topk_levels}, reverse=True))
     cands = cfg.topk_candidates
