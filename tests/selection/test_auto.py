@@ -147,7 +147,7 @@ def _slow_lines_first(ranked, score0, spans, values, k):
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_lines_first_equals_a_slow_greedy_and_makes_whole_lines(seed):
+def test_lines_first_equals_a_slow_greedy_and_spends_exactly_k(seed):
     rng = np.random.default_rng(seed)
     gh, gw = int(rng.integers(4, 30)), int(rng.integers(4, 30))
     score0 = rng.random((gh, gw)).astype(np.float32)
