@@ -108,25 +108,29 @@ def forwarded(body: dict, api: str) -> list[tuple[str, np.ndarray, str | None]]:
     return out
 
 
-REGION = re.compile(r"the region x (\d+)-(\d+), y (\d+)-(\d+) of the page")
+REGION = re.compile(r"the region x (\d+)-(\d+), y (\d+)-(\d+) of the page, at full resolution")
+PART = re.compile(r"at x (\d+)-(\d+), y (\d+)-(\d+) of this picture: " + REGION.pattern)
 
 
 def shows_answer(pics, renders) -> bool:
-    """A picture of the answer's page whose line names a region holding the answer's middle at full resolution, and
-    whose pixels are that region of the reference render."""
+    """A picture of the answer's page whose line names a region at full resolution holding the answer's middle --
+    the whole picture, or one part of a composite picture -- and whose pixels there are that region of the reference
+    render."""
     page, ax, ay = answer_point()
     for line, arr, _ in pics:
-        if not line.startswith(f"Page {page + 1} of {len(renders)}.") or "at full resolution" not in line:
+        if not line.startswith(f"Page {page + 1} of {len(renders)}."):
             continue
-        boxes = [tuple(map(int, m)) for m in REGION.findall(line)]
-        if len(boxes) != 1:
-            continue
-        x0, x1, y0, y1 = boxes[0]
-        if not (x0 <= ax <= x1 and y0 <= ay <= y1):
-            continue
-        ref = Image.fromarray(renders[page][y0:y1, x0:x1]).resize((arr.shape[1], arr.shape[0]), Image.BILINEAR)
-        if np.abs(np.asarray(ref, np.float32) - arr.astype(np.float32)).mean() < 8:
-            return True
+        parts = [tuple(map(int, m)) for m in PART.findall(line)]  # (px0, px1, py0, py1, x0, x1, y0, y1)
+        if not parts:
+            whole = [tuple(map(int, m)) for m in REGION.findall(line)]
+            parts = [(0, arr.shape[1], 0, arr.shape[0], *whole[0])] if len(whole) == 1 else []
+        for px0, px1, py0, py1, x0, x1, y0, y1 in parts:
+            if not (x0 <= ax <= x1 and y0 <= ay <= y1):
+                continue
+            shown = arr[py0:py1, px0:px1].astype(np.float32)
+            ref = Image.fromarray(renders[page][y0:y1, x0:x1]).resize((shown.shape[1], shown.shape[0]), Image.BILINEAR)
+            if np.abs(np.asarray(ref, np.float32) - shown).mean() < 8:
+                return True
     return False
 
 

