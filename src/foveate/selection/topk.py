@@ -129,18 +129,22 @@ def lines_first(
     sp = np.asarray(spans, np.int64).reshape(-1, 4)
     value = np.asarray(values, np.float64).reshape(-1)
     area = (sp[:, 1] - sp[:, 0]) * (sp[:, 3] - sp[:, 2])
-    best = np.zeros((gh, gw), bool)
+
+    def worth(mask: np.ndarray) -> float:
+        return float((value * _inside(mask, sp) / np.maximum(area, 1)).sum())
+
+    plain = np.zeros((gh, gw), bool)
     for _, r, c in ranked[:k]:
-        best[r, c] = True
-    best_worth = float((value * _inside(best, sp) / np.maximum(area, 1)).sum())
+        plain[r, c] = True
     union = np.zeros((gh, gw), bool)
     for r0, r1, c0, c1 in sp[area > 0]:
         union[r0:r1, c0:c1] = True
     # every span fits at once (the usual case at 273 tokens and above): both greedy orders would take them all
-    orders = ((True,), (True, False))[int(union.sum()) > k]
-    found = False
-    for per_tile in orders:
-        taken = _greedy(sp, value, area, k, per_tile, (gh, gw)) if len(orders) > 1 else union.copy()
+    greedy = (
+        [union] if union.sum() <= k else [_greedy(sp, value, area, k, per_tile, (gh, gw)) for per_tile in (True, False)]
+    )
+    best, best_worth = None, worth(plain)
+    for taken in greedy:
         used = int(taken.sum())
         if not used:
             continue
@@ -150,10 +154,9 @@ def lines_first(
             if not taken[r, c]:
                 taken[r, c] = True
                 used += 1
-        worth = float((value * _inside(taken, sp) / np.maximum(area, 1)).sum())
-        if worth > best_worth + 1e-12:
-            best, best_worth, found = taken, worth, True
-    if not found:
+        if (w := worth(taken)) > best_worth + 1e-12:
+            best, best_worth = taken, w
+    if best is None:
         return ranked[:k]
     rows, cols = np.nonzero(best)
     order = np.lexsort((rows * gw + cols, -score0[rows, cols]))
@@ -170,7 +173,7 @@ def _inside(taken: np.ndarray, spans: np.ndarray) -> np.ndarray:
 
 
 def _greedy(
-    spans: np.ndarray, value: np.ndarray, area: np.ndarray, k: int, per_tile: bool, shape: tuple[int, int]
+    spans: np.ndarray, value: np.ndarray, area: np.ndarray, k: int, per_tile: int, shape: tuple[int, int]
 ) -> np.ndarray:
     """(gh, gw) bool: spans taken whole, one at a time, the most valuable (per tile not yet taken, with
     ``per_tile``; the first on ties) of those that still fit in ``k``."""

@@ -127,14 +127,9 @@ def calibrate_text_term(
         return max(named, key=lambda n: (tried[n], n)), tried
 
     fill = weights.text.fill
-    named: dict[str, Weights] = {}
-    cells: dict[str, tuple[float, float]] = {}
-    for a in TEXT_WEIGHTS:
-        for k in TEXT_SHARPNESS:
-            name, named[name] = text_term_variant(weights, a, k)
-            cells[name] = (a, k)
+    named = dict(text_term_variant(weights, a, k) for a in TEXT_WEIGHTS for k in TEXT_SHARPNESS)
     _, tried = search(named)
-    best = broadest_within(tried, cells)
+    best = broadest_within(tried, {n: (w.query["text"], w.text.sharpness) for n, w in named.items()})
     pair = named[best]
     fills = dict(text_term_variant(pair, fill=f) for f in (0.0, *TEXT_FILLS) if f != fill)
     if fills:
