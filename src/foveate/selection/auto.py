@@ -23,6 +23,7 @@ quadtree; a budget below the quadtree's coarsest cover leaves the top-k layout a
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import numpy as np
@@ -43,13 +44,13 @@ def finest_levels(tiles: list[tuple[int, int, int]], grid0: tuple[int, int]) -> 
     Painted per level, coarse first, finer levels overwriting."""
     gh, gw = grid0
     out = np.full((gh, gw), -1, np.int64)
-    arr = np.asarray(tiles, np.int64).reshape(-1, 3)
-    for lvl in np.unique(arr[:, 0])[::-1]:
-        f = 1 << int(lvl)
+    arr = np.fromiter(itertools.chain.from_iterable(tiles), np.int64, 3 * len(tiles)).reshape(-1, 3)
+    for lvl in sorted(set(arr[:, 0].tolist()), reverse=True):
+        f = 1 << lvl
         pick = arr[arr[:, 0] == lvl]
         hit = np.zeros((-(-gh // f), -(-gw // f)), bool)
         hit[pick[:, 1], pick[:, 2]] = True
-        out[np.repeat(np.repeat(hit, f, axis=0), f, axis=1)[:gh, :gw]] = lvl
+        out[np.repeat(np.repeat(hit, f, axis=0), f, axis=1)[:gh, :gw] if f > 1 else hit] = lvl
     return out
 
 
@@ -70,7 +71,7 @@ def legible_share(
     wy, wx = axis_overlap(b[:, 1], b[:, 3], gh, patch), axis_overlap(b[:, 0], b[:, 2], gw, patch)  # (N, gh), (N, gw) px
     total = wy.sum(1) * wx.sum(1)
     legible = np.zeros(len(b), np.float64)
-    for lvl in np.unique(levels[levels >= 0]):
+    for lvl in np.flatnonzero(np.bincount(levels.ravel() + 1)[1:]):  # the levels present
         ok = h / np.exp2(lvl) >= min_px
         if ok.any():
             legible[ok] += ((wy[ok] @ (levels == lvl).astype(np.float64)) * wx[ok]).sum(1)

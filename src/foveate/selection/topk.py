@@ -77,7 +77,7 @@ def topk_select(
     # rank by score, ties by raster index so a pruned and an unpruned cascade agree
     raster = cand[:, 0] * shapes[0][1] + cand[:, 1]
     order = np.lexsort((raster, -vals))[:k]
-    return [(0, int(cand[j, 0]), int(cand[j, 1])) for j in order]
+    return [(0, r, c) for r, c in cand[order].tolist()]
 
 
 def gist_cover(shapes: list[tuple[int, int]], budget: int) -> list[tuple[int, int, int]]:
@@ -133,9 +133,9 @@ def lines_first(
     def worth(mask: np.ndarray) -> float:
         return float((value * _inside(mask, sp) / np.maximum(area, 1)).sum())
 
+    rk = np.array(ranked[:k], np.int64).reshape(-1, 3)
     plain = np.zeros((gh, gw), bool)
-    for _, r, c in ranked[:k]:
-        plain[r, c] = True
+    plain[rk[:, 1], rk[:, 2]] = True
     union = np.zeros((gh, gw), bool)
     for r0, r1, c0, c1 in sp[area > 0]:
         union[r0:r1, c0:c1] = True
@@ -148,19 +148,15 @@ def lines_first(
         used = int(taken.sum())
         if not used:
             continue
-        for _, r, c in ranked:
-            if used == k:
-                break
-            if not taken[r, c]:
-                taken[r, c] = True
-                used += 1
+        rest = np.flatnonzero(~taken[rk[:, 1], rk[:, 2]])[: k - used]  # the cascade's best tiles not yet taken
+        taken[rk[rest, 1], rk[rest, 2]] = True
         if (w := worth(taken)) > best_worth + 1e-12:
             best, best_worth = taken, w
     if best is None:
         return ranked[:k]
     rows, cols = np.nonzero(best)
     order = np.lexsort((rows * gw + cols, -score0[rows, cols]))
-    return [(0, int(rows[j]), int(cols[j])) for j in order]
+    return [(0, r, c) for r, c in zip(rows[order].tolist(), cols[order].tolist())]
 
 
 def _inside(taken: np.ndarray, spans: np.ndarray) -> np.ndarray:
