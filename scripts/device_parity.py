@@ -7,10 +7,10 @@
 of each set with the ``default`` preset, saves the textures and the questions asked of them, and each question's
 MiniLM embedding.  ``run`` needs neither the OCR engine nor MiniLM (a GPU machine without those packages, or without
 room for their weights, can run it): the questions' embeddings are read from ``DIR`` into ``embed_query``'s cache,
-so both devices score the same vectors and only the selection differs.  For every texture, question (text, points or none), budget and
-mode it selects once with the texture on the CPU and once on ``--device`` (the shipped weights) and compares the
-tiles, exactly; it also times ``select`` per device (median of ``--repeats`` over every question, after one warm-up
-pass).  The exit status is 1 when any selection differs.
+so both devices score the same vectors and only the selection differs.  For every texture, question (text, points or
+none), budget and mode it selects once with the texture on the CPU and once on ``--device`` (the shipped weights)
+and compares the tiles, exactly; it also times ``select`` per device (median of ``--repeats`` over every question,
+after one warm-up pass).  The exit status is 1 when any selection differs.
 """
 
 from __future__ import annotations
