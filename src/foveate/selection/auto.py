@@ -50,7 +50,7 @@ def finest_levels(tiles: list[tuple[int, int, int]], grid0: tuple[int, int]) -> 
         pick = arr[arr[:, 0] == lvl]
         hit = np.zeros((-(-gh // f), -(-gw // f)), bool)
         hit[pick[:, 1], pick[:, 2]] = True
-        out[np.repeat(np.repeat(hit, f, axis=0), f, axis=1)[:gh, :gw] if f > 1 else hit] = lvl
+        out[np.repeat(np.repeat(hit, f, axis=0), f, axis=1)[:gh, :gw]] = lvl
     return out
 
 

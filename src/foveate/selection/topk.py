@@ -169,7 +169,7 @@ def _inside(taken: np.ndarray, spans: np.ndarray) -> np.ndarray:
 
 
 def _greedy(
-    spans: np.ndarray, value: np.ndarray, area: np.ndarray, k: int, per_tile: int, shape: tuple[int, int]
+    spans: np.ndarray, value: np.ndarray, area: np.ndarray, k: int, per_tile: bool, shape: tuple[int, int]
 ) -> np.ndarray:
     """(gh, gw) bool: spans taken whole, one at a time, the most valuable (per tile not yet taken, with
     ``per_tile``; the first on ties) of those that still fit in ``k``."""
