@@ -1,5 +1,5 @@
-"""Why the forms proxy's runs read apart, and two levers judged on FUNSD itself (docs/lab/journal.md, "Forms as a kind
-not seen: where the seeds' spread comes from, five levers not kept").  Every figure is hit % on all 1,378 FUNSD
+"""Why the forms proxy's runs read apart, and three levers judged on FUNSD itself (docs/lab/journal.md, "Forms as a
+kind not seen: where the seeds' spread comes from; nine rankers").  Every figure is hit % on all 1,378 FUNSD
 questions, read as ``scripts/compare_weights.py --split all --sets funsd_forms`` reads them (mode ``auto``).
 
     python docs/lab/scripts/proxy_spread.py by-rank --cache out/train-cache 273 A.safetensors B.safetensors ...
@@ -10,8 +10,8 @@ questions, read as ``scripts/compare_weights.py --split all --sets funsd_forms``
 ``by-rank``: per file, the rank of the answer line under its ranker and the hit at a budget for each rank group.
 ``pooled``: each file with its rankers replaced by every file's rankers averaged (its text term, extent and gate
 kept).  ``temperature``: each file with its ranker's line probabilities raised to ``1/T`` (renormalised to the same
-sum) before selection; ``no-upright``: lines printed upright get probability 0 -- both read on FUNSD, so a lever's
-size, not an admissible choice.
+sum) before selection; ``no-upright``: lines printed upright get probability 0 -- all three read on FUNSD, so a
+lever's size, not an admissible choice.
 """
 
 from __future__ import annotations
