@@ -17,6 +17,7 @@ lever's size, not an admissible choice.
 from __future__ import annotations
 
 import argparse
+import bisect
 import dataclasses
 import sys
 from collections import defaultdict
@@ -24,15 +25,24 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, "scripts")
+
 BUDGETS = (64, 144, 273, 576)
 ORDER = ("1st", "2nd-3rd", "4th-6th", "7th-10th", "11th+", "none")
+EDGES = (1, 3, 6, 10)  # the first rank (0-based) past each group of ORDER
+
+
+def _group(rank: int) -> str:
+    """The group of ORDER an answer line's rank falls in (-1: no line holds the answer)."""
+    return "none" if rank < 0 else ORDER[bisect.bisect_right(EDGES, rank)]
 
 
 def _funsd(cache: Path) -> list:
+    from compare_weights import SETS  # scripts/, as the script that reads the same pages
     from foveate.core.config import EncodeConfig
     from foveate.train.data import load_pages
 
-    return load_pages([Path("../shared/data/funsd_forms")], cache, EncodeConfig(), 0)[0]
+    return load_pages([Path(s) for s in SETS if Path(s).name == "funsd_forms"], cache, EncodeConfig(), 0)[0]
 
 
 def _hits(pages: list, rows: dict, budgets: tuple[int, ...]) -> list[dict]:
@@ -73,18 +83,7 @@ def by_rank(cache: Path, budget: int, files: list[str]) -> None:
                     x, eq = w.text.ranker.features(index, s.text)
                     p = softmax(w.text.ranker.logits(x, eq).astype(np.float64))[:-1]
                     rank = int(np.flatnonzero(pos[np.argsort(-p, kind="stable")])[0])
-                g = (
-                    "none"
-                    if rank < 0
-                    else "1st"
-                    if rank == 0
-                    else "2nd-3rd"
-                    if rank < 3
-                    else "4th-6th"
-                    if rank < 6
-                    else ("7th-10th" if rank < 10 else "11th+")
-                )
-                groups[g].append(int(recs[i]["methods"][f][0]))
+                groups[_group(rank)].append(int(recs[i]["methods"][f][0]))
                 i += 1
         cells = ", ".join(
             f"{g}: {len(v)} q, {100 * np.mean(v):.1f} %"
