@@ -106,6 +106,13 @@ def answer_spans(lines: LikelyLines, grid0: tuple[int, int], patch: int) -> tupl
     return np.stack([r0, np.maximum(r1, r0), c0, np.maximum(c1, c0)], 1), np.asarray(lines.probs, np.float64)[keep]
 
 
+def tied(expected) -> bool:
+    """Whether expected legible answers (any iterable of them) are all within :data:`MARGIN` of each other: a tie,
+    which :func:`choose` breaks by the page's legible print."""
+    vals = list(expected)
+    return max(vals) - min(vals) <= MARGIN
+
+
 def choose(
     candidates: dict[str, Callable[[], list[tuple[int, int, int]]]],
     grid0: tuple[int, int],
@@ -124,7 +131,6 @@ def choose(
     for n in names:
         t = candidates[n]()
         got[n], page = legible_answer(t, grid0, patch, lines)
-        tie = got[n] >= got[best] - MARGIN
-        if n == names[0] or got[n] > got[best] + MARGIN or (tie and page > best_page + MARGIN):
+        if n == names[0] or got[n] > got[best] + MARGIN or (tied((got[n], got[best])) and page > best_page + MARGIN):
             best, tiles, best_page = n, t, page
     return best, tiles, got

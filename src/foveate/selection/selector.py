@@ -34,7 +34,7 @@ from ..query.query import MAX_QUERY_CHARS, Query
 from ..query.scorer import Scorer, default_scorer, resolve_scorer
 from ..query.terms import QUERY_TERMS, query_maps
 from ..weights.weights import WeightsSpec
-from .auto import MARGIN, answer_spans, choose
+from .auto import answer_spans, choose, tied
 from .floor import prefer_uniform
 from .quadtree import covers, quadtree_select, require_cover
 from .selection import Selection
@@ -221,11 +221,14 @@ def select(
             candidates["topk"] = lambda: gist_tiles + _topk_tiles(sc, cfg, n_levels, k, texture.patch_size)
         mode, tiles, expected = choose(candidates, shapes[0], texture.patch_size, lines)
         if len(expected) > 1:
-            tie = max(expected.values()) - min(expected.values()) <= MARGIN
             notes.append(
                 f"auto: {mode} layout; the likely answer lines are legible for "
                 + ", ".join(f"{v:.2f} of their probability with {n}" for n, v in expected.items())
-                + (f"; a tie, and {mode} makes at least as much of the page's print legible" if tie else "")
+                + (
+                    f"; a tie, and {mode} makes at least as much of the page's print legible"
+                    if tied(expected.values())
+                    else ""
+                )
             )
         if mode == "topk" and cfg.gist and not gist_tiles and n_levels > 1:
             gh, gw = shapes[-1]
