@@ -3,6 +3,7 @@ and the per-(question, budget) records the floor gate is fitted on."""
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -160,8 +161,39 @@ def fallback_table(recs: list[dict]) -> dict:
     }
 
 
+def paired_table(recs: list[dict], base: str) -> dict:
+    """``{set: {budget: {method: "+gained / -lost (p P)"}}}`` plus ``"all"`` and ``n``: for every row but ``base``,
+    the questions it hits that ``base`` misses and the reverse, with the two-sided sign test's p (:func:`sign_test`)
+    -- how many questions a difference of hit % stands on, and whether a coin would give it as often."""
+    acc: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(lambda: [0, 0, 0])))
+    for r in recs:
+        ref = r["methods"][base][0]
+        for key in (r["set"], "all"):
+            for m, v in r["methods"].items():
+                if m != base:
+                    cell = acc[key][r["budget"]][m]
+                    cell[0] += bool(v[0] and not ref)
+                    cell[1] += bool(ref and not v[0])
+                    cell[2] += 1
+    return {
+        k: {
+            b: {m: f"+{g} / -{lost} (p {sign_test(g, lost):.2f})" for m, (g, lost, _) in ms.items()}
+            | {"n": next(iter(ms.values()))[2]}
+            for b, ms in sorted(bs.items())
+        }
+        for k, bs in acc.items()
+    }
+
+
+def sign_test(gained: int, lost: int) -> float:
+    """Two-sided exact sign test (McNemar's, exact) of ``gained`` against ``lost`` discordant questions: the chance
+    that a fair coin splits ``gained + lost`` at least this unevenly (1.0 when they are equal or both 0)."""
+    n, k = gained + lost, min(gained, lost)
+    return min(1.0, 2.0 * sum(math.comb(n, i) for i in range(k + 1)) / 2.0**n) if n else 1.0
+
+
 def format_table(table: dict, methods: list[str], title: str) -> str:
-    """A markdown table: set, budget, n, then one column per method."""
+    """A markdown table: set, budget, n, then one column per method (numbers to one decimal, text as it is)."""
     lines = [
         f"**{title}**",
         "",
@@ -171,6 +203,10 @@ def format_table(table: dict, methods: list[str], title: str) -> str:
     for key in sorted(table, key=lambda k: (k == "all", k)):
         for b, row in table[key].items():
             lines.append(
-                f"| {key} | {b} | {row['n']} | " + " | ".join(f"{row.get(m, float('nan')):.1f}" for m in methods) + " |"
+                f"| {key} | {b} | {row['n']} | " + " | ".join(_cell(row.get(m, float("nan"))) for m in methods) + " |"
             )
     return "\n".join(lines)
+
+
+def _cell(v) -> str:
+    return v if isinstance(v, str) else f"{v:.1f}"
