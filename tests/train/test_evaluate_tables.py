@@ -20,6 +20,10 @@ def test_sign_test_equals_scipys_exact_binomial_test():
             want = binomtest(gained, n, 0.5).pvalue if n else 1.0
             assert sign_test(gained, lost) == pytest.approx(want, abs=1e-12), (gained, lost)
     assert sign_test(7, 0) == pytest.approx(2 / 2**7)
+    for gained, lost in ((600, 700), (1200, 1), (1300, 1300)):  # past a float's range of 2**n
+        assert sign_test(gained, lost) == pytest.approx(
+            binomtest(gained, gained + lost, 0.5).pvalue, rel=1e-9, abs=1e-300
+        )
 
 
 def test_paired_table_counts_discordant_questions_per_set_and_budget():

@@ -189,7 +189,7 @@ def sign_test(gained: int, lost: int) -> float:
     """Two-sided exact sign test (McNemar's, exact) of ``gained`` against ``lost`` discordant questions: the chance
     that a fair coin splits ``gained + lost`` at least this unevenly (1.0 when they are equal or both 0)."""
     n, k = gained + lost, min(gained, lost)
-    return min(1.0, 2.0 * sum(math.comb(n, i) for i in range(k + 1)) / 2.0**n) if n else 1.0
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n) if n else 1.0  # exact integers: no overflow
 
 
 def format_table(table: dict, methods: list[str], title: str) -> str:
