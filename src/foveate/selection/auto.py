@@ -24,7 +24,7 @@ quadtree; a budget below the quadtree's coarsest cover leaves the top-k layout a
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -106,10 +106,10 @@ def answer_spans(lines: LikelyLines, grid0: tuple[int, int], patch: int) -> tupl
     return np.stack([r0, np.maximum(r1, r0), c0, np.maximum(c1, c0)], 1), np.asarray(lines.probs, np.float64)[keep]
 
 
-def tied(expected) -> bool:
+def tied(expected: Iterable[float]) -> bool:
     """Whether expected legible answers (any iterable of them) are all within :data:`MARGIN` of each other: a tie,
     which :func:`choose` breaks by the page's legible print."""
-    vals = list(expected)
+    vals = [float(v) for v in expected]
     return max(vals) - min(vals) <= MARGIN
 
 
