@@ -98,11 +98,10 @@ def pooled(cache: Path, files: list[str]) -> None:
     from foveate.weights import load_weights
 
     loaded = [load_weights(f) for f in files]
-    members = [m for w in loaded for m in w.text.ranker.rankers]
+    pool = RankerEnsemble([m for w in loaded for m in w.text.ranker.rankers]).eval()
     rows = {}
     for f, w in zip(files, loaded):
         rows[Path(f).stem] = w
-        pool = RankerEnsemble(members).eval()
         rows[Path(f).stem + "+pooled"] = dataclasses.replace(w, text=dataclasses.replace(w.text, ranker=pool))
     _print_table(_hits(_funsd(cache), rows, BUDGETS), list(rows))
 

@@ -127,62 +127,54 @@ def _page_records(
     return out
 
 
-def hit_table(recs: list[dict]) -> dict:
-    """``{set: {budget: {method: hit %}}}`` plus ``"all"`` (every set together) and ``n`` per (set, budget)."""
+def _tabled(recs: list[dict], value: Callable[[dict, str], Any], reduce: Callable[[list], Any], skip=()) -> dict:
+    """``{set: {budget: {method: reduce([value(record, method), ...])}}}`` plus ``"all"`` (every set together) and
+    ``n`` (questions) per (set, budget), over every method of the records but those in ``skip``: the shape of the
+    tables below."""
     acc: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     for r in recs:
         for key in (r["set"], "all"):
-            for m, v in r["methods"].items():
-                acc[key][r["budget"]][m].append(v[0])
+            for m in r["methods"]:
+                if m not in skip:
+                    acc[key][r["budget"]][m].append(value(r, m))
     return {
         k: {
-            b: {m: round(100.0 * float(np.mean(v)), 1) for m, v in ms.items()} | {"n": len(next(iter(ms.values())))}
+            b: {m: reduce(v) for m, v in ms.items()} | {"n": len(next(iter(ms.values())))}
             for b, ms in sorted(bs.items())
         }
         for k, bs in acc.items()
     }
+
+
+def _percent(v: list) -> float:
+    return round(100.0 * float(np.mean(v)), 1)
+
+
+def hit_table(recs: list[dict]) -> dict:
+    """``{set: {budget: {method: hit %}}}`` plus ``"all"`` (every set together) and ``n`` per (set, budget)."""
+    return _tabled(recs, lambda r, m: r["methods"][m][0], _percent)
 
 
 def fallback_table(recs: list[dict]) -> dict:
     """``{set: {budget: {method: % of the questions the uniform floor answered}}}`` plus ``"all"`` and ``n``, for
     every row but the uniform layout itself (the layout each record keeps beside its hit)."""
-    acc: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
-    for r in recs:
-        for key in (r["set"], "all"):
-            for m, v in r["methods"].items():
-                if m != "uniform":
-                    acc[key][r["budget"]][m].append(v[2] == "uniform")
-    return {
-        k: {
-            b: {m: round(100.0 * float(np.mean(v)), 1) for m, v in ms.items()} | {"n": len(next(iter(ms.values())))}
-            for b, ms in sorted(bs.items())
-        }
-        for k, bs in acc.items()
-    }
+    return _tabled(recs, lambda r, m: r["methods"][m][2] == "uniform", _percent, skip=("uniform",))
 
 
 def paired_table(recs: list[dict], base: str) -> dict:
     """``{set: {budget: {method: "+gained / -lost (p P)"}}}`` plus ``"all"`` and ``n``: for every row but ``base``,
     the questions it hits that ``base`` misses and the reverse, with the two-sided sign test's p (:func:`sign_test`)
     -- how many questions a difference of hit % stands on, and whether a coin would give it as often."""
-    acc: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(lambda: [0, 0, 0])))
-    for r in recs:
-        ref = r["methods"][base][0]
-        for key in (r["set"], "all"):
-            for m, v in r["methods"].items():
-                if m != base:
-                    cell = acc[key][r["budget"]][m]
-                    cell[0] += bool(v[0] and not ref)
-                    cell[1] += bool(ref and not v[0])
-                    cell[2] += 1
-    return {
-        k: {
-            b: {m: f"+{g} / -{lost} (p {sign_test(g, lost):.2f})" for m, (g, lost, _) in ms.items()}
-            | {"n": next(iter(ms.values()))[2]}
-            for b, ms in sorted(bs.items())
-        }
-        for k, bs in acc.items()
-    }
+
+    def pair(r: dict, m: str) -> tuple[bool, bool]:
+        return bool(r["methods"][m][0]), bool(r["methods"][base][0])
+
+    def counted(pairs: list[tuple[bool, bool]]) -> str:
+        gained = sum(hit and not ref for hit, ref in pairs)
+        lost = sum(ref and not hit for hit, ref in pairs)
+        return f"+{gained} / -{lost} (p {sign_test(gained, lost):.2f})"
+
+    return _tabled(recs, pair, counted, skip=(base,))
 
 
 def sign_test(gained: int, lost: int) -> float:
