@@ -80,6 +80,32 @@ def test_choose_weighs_the_likely_answer_then_the_pages_print():
     assert choose({"quadtree": lambda: fine, "topk": lambda: fine}, grid, 16, likely)[0] == "quadtree"  # both: first
 
 
+def test_a_hull_is_completed_and_weighed_like_a_line():
+    """An answer over two lines: the first likely (0.6), the second not (0.005, under ``MIN_PROBABILITY``), the
+    extent's hull of both at 0.5.  Top-k completes the hull's tiles, both lines with the blank between, and ``auto``
+    counts the hull in its expectation; without the hull only the first line is completed."""
+    grid, patch = (6, 12), 16
+    boxes = np.array([[16.0, 16.0, 112.0, 30.0], [16.0, 40.0, 80.0, 54.0]])
+    heights = np.array([12.0, 12.0])
+    lines = LikelyLines(boxes, heights, np.array([0.6, 0.005]))
+    hull = np.array([[16.0, 16.0, 112.0, 54.0]])
+    both = dataclasses.replace(lines, hulls=hull, hull_heights=np.array([12.0]), hull_probs=np.array([0.5]))
+    spans, values = answer_spans(both, grid, patch)
+    np.testing.assert_array_equal(spans, [[1, 2, 1, 7], [1, 4, 1, 7]])  # the first line, then the hull
+    np.testing.assert_array_equal(values, [0.6, 0.5])
+    assert len(answer_spans(lines, grid, patch)[0]) == 1
+    score0 = np.zeros(grid, np.float32)
+    score0[5, :] = 1.0  # the cascade alone would spend its tiles on the bottom row
+    ranked = [(0, 5, c) for c in range(12)]
+    got = {(r, c) for _, r, c in lines_first(ranked, score0, spans, values, 18)}
+    assert {(r, c) for r in range(1, 4) for c in range(1, 7)} <= got  # the hull's 18 tiles: both lines legible
+    alone = {(r, c) for _, r, c in lines_first(ranked, score0, *answer_spans(lines, grid, patch), 18)}
+    assert not {(3, c) for c in range(1, 5)} <= alone  # the second line left to the cascade
+    fine = [(0, r, c) for r in range(6) for c in range(12)]
+    assert legible_answer(fine, grid, patch, both) == (pytest.approx(0.6 + 0.5), 1.0)  # the hull counts too
+    assert legible_answer(fine, grid, patch, lines) == (pytest.approx(0.6), 1.0)
+
+
 @pytest.mark.parametrize("budget", [64, 144, 273])
 def test_auto_is_the_better_of_the_two_layouts(page_texture, budget):
     weights = load_weights("default")

@@ -27,27 +27,53 @@ if TYPE_CHECKING:
     from .query import Query
 
 
+def _no_boxes() -> F64:
+    return np.zeros((0, 4), np.float64)
+
+
+def _no_values() -> F64:
+    return np.zeros(0, np.float64)
+
+
 @dataclass(frozen=True)
 class LikelyLines:
     """Where the answer to a question probably is, as the learned text term read it: every OCR line of the page with
-    the answer ranker's probability that it holds the answer.  ``auto`` weighs its layouts by them and the floor gate
-    reads their best probability (:mod:`foveate.selection.auto`, :mod:`foveate.selection.floor`).
+    the answer ranker's probability that it holds the answer, and, with an extent model, the hulls of likely lines
+    with a neighbour that may continue their answer.  ``auto`` weighs its layouts by them, the top-k layout completes
+    them first, and the floor gate reads the lines' best probability (:mod:`foveate.selection.auto`,
+    :mod:`foveate.selection.floor`).
 
     Attributes:
         boxes: (N, 4) float64 line boxes in source pixels.
         heights: (N,) float64 estimated height of the print in each box (the box height times the weights'
             ``text.height``).
         probs: (N,) float64 probabilities (they sum to at most 1: the rest is "on no line").
+        hulls, hull_heights, hull_probs: (M, 4), (M,), (M,) the extent's hulls (:func:`.text.extent.answer_regions`:
+            a likely line ``i`` and a neighbour ``j``, at ``p_i q_ij``; a hull's print is the smaller line's); empty
+            without an extent model.
     """
 
     boxes: F64
     heights: F64
     probs: F64
+    hulls: F64 = field(default_factory=_no_boxes)
+    hull_heights: F64 = field(default_factory=_no_values)
+    hull_probs: F64 = field(default_factory=_no_values)
 
     @property
     def top(self) -> float:
         """The probability of the likeliest line (0 for a page without lines)."""
         return float(self.probs.max()) if len(self.probs) else 0.0
+
+    def regions(self) -> tuple[F64, F64, F64]:
+        """``(boxes, heights, probabilities)`` of the lines, then the hulls: what a layout should make legible."""
+        if not len(self.hull_probs):
+            return self.boxes, self.heights, self.probs
+        return (
+            np.concatenate([self.boxes, self.hulls]),
+            np.concatenate([self.heights, self.hull_heights]),
+            np.concatenate([self.probs, self.hull_probs]),
+        )
 
 
 @dataclass(frozen=True)

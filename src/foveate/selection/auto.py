@@ -8,11 +8,13 @@ text term says where the answer probably is: the answer ranker's probability for
 :class:`~foveate.query.base.LikelyLines`).  So ``auto``
 makes both layouts (each a millisecond or so) and keeps the one with the larger *expected legible answer*,
 
-    sum over lines i of  p_i * (share of line i's area on tiles fine enough for its text),
+    sum over lines and hulls i of  p_i * (share of i's area on tiles fine enough for its text),
 
 where text of height h is legible in a token of scale 2**level when ``h / 2**level >= LEGIBLE_PX`` -- the same rule
 as the evaluation's legible coverage -- and h is the OCR box height times the weights' ``text_height`` (OCR boxes
-are taller than the print they hold; ``foveate train`` measures the ratio on its training pages).  With those lines
+are taller than the print they hold; ``foveate train`` measures the ratio on its training pages).  A hull is a likely
+line with a neighbour that may continue its answer (the weights' extent model, at ``p_i q_ij``): an answer over two
+lines, or in two pieces on its row, is legible only with the blank between them.  With those lines and hulls
 the top-k layout completes them first, most probability per token first (:func:`answer_spans`,
 :func:`foveate.selection.topk.lines_first`), so both layouts often make every likely line legible; that tie goes to
 the layout that makes more of the page's print legible (where the ranker is wrong, the answer is then read the more
@@ -83,27 +85,31 @@ def legible_share(
 def legible_answer(
     tiles: list[tuple[int, int, int]], grid0: tuple[int, int], patch: int, lines: LikelyLines
 ) -> tuple[float, float]:
-    """What ``choose`` weighs a layout by: ``(sum_i p_i * legible_share(line i)`` over the lines with probability >=
-    :data:`MIN_PROBABILITY`, the mean legible share of all the lines ``)``."""
-    share = legible_share(finest_levels(tiles, grid0), patch, lines.boxes, lines.heights)
-    keep = np.asarray(lines.probs) >= MIN_PROBABILITY
-    expected = float(np.dot(np.asarray(lines.probs, np.float64)[keep], share[keep]))
-    return expected, float(share.mean()) if len(share) else 0.0
+    """What ``choose`` weighs a layout by: ``(sum_i p_i * legible_share(region i)`` over the lines and the extent's
+    hulls (:meth:`LikelyLines.regions`) with probability >= :data:`MIN_PROBABILITY`, the mean legible share of all
+    the lines ``)``."""
+    boxes, heights, probs = lines.regions()
+    share = legible_share(finest_levels(tiles, grid0), patch, boxes, heights)
+    keep = np.asarray(probs) >= MIN_PROBABILITY
+    expected = float(np.dot(np.asarray(probs, np.float64)[keep], share[keep]))
+    n = len(lines.probs)
+    return expected, float(share[:n].mean()) if n else 0.0
 
 
 def answer_spans(lines: LikelyLines, grid0: tuple[int, int], patch: int) -> tuple[np.ndarray, np.ndarray]:
-    """The likely lines the top-k layout completes first (:func:`foveate.selection.topk.lines_first`): those with
-    probability >= :data:`MIN_PROBABILITY` whose print can be legible at all (height >= ``LEGIBLE_PX`` at level 0),
-    as ``(spans (M, 4) int64 (r0, r1, c0, c1) end-exclusive ranges of the level-0 tiles each box touches, their
-    probabilities (M,))``."""
+    """The likely lines and hulls (:meth:`LikelyLines.regions`) the top-k layout completes first
+    (:func:`foveate.selection.topk.lines_first`): those with probability >= :data:`MIN_PROBABILITY` whose print can be
+    legible at all (height >= ``LEGIBLE_PX`` at level 0), as ``(spans (M, 4) int64 (r0, r1, c0, c1) end-exclusive
+    ranges of the level-0 tiles each box touches, their probabilities (M,))``."""
     gh, gw = grid0
-    keep = (lines.probs >= MIN_PROBABILITY) & (lines.heights >= LEGIBLE_PX)
-    b = np.asarray(lines.boxes, np.float64).reshape(-1, 4)[keep]
+    boxes, heights, probs = lines.regions()
+    keep = (probs >= MIN_PROBABILITY) & (heights >= LEGIBLE_PX)
+    b = np.asarray(boxes, np.float64).reshape(-1, 4)[keep]
     r0 = np.clip(np.floor(b[:, 1] / patch), 0, gh).astype(np.int64)
     r1 = np.clip(np.ceil(b[:, 3] / patch), 0, gh).astype(np.int64)
     c0 = np.clip(np.floor(b[:, 0] / patch), 0, gw).astype(np.int64)
     c1 = np.clip(np.ceil(b[:, 2] / patch), 0, gw).astype(np.int64)
-    return np.stack([r0, np.maximum(r1, r0), c0, np.maximum(c1, c0)], 1), np.asarray(lines.probs, np.float64)[keep]
+    return np.stack([r0, np.maximum(r1, r0), c0, np.maximum(c1, c0)], 1), np.asarray(probs, np.float64)[keep]
 
 
 def tied(expected: Iterable[float]) -> bool:

@@ -11,8 +11,9 @@ Two ways, chosen by the scorer in use:
 * **hand-set** (``weights="handset"``): lines matching the query's words or meaning, spread to where a field's
   value sits relative to them (:func:`.handset.relevance_map`).
 
-With a ranker, the term also gives back every line's probability (:class:`~foveate.query.base.LikelyLines`), which
-selection reads to weigh its layouts and its floor.
+With a ranker, the term also gives back every line's probability and every hull's
+(:class:`~foveate.query.base.LikelyLines`), which selection reads to weigh its layouts, to complete the likely answer
+first and to decide its floor.
 """
 
 from __future__ import annotations
@@ -70,6 +71,15 @@ def answer_extent(index: TextIndex, text: str, p: np.ndarray, extent) -> tuple[n
     return answer_regions(index, p, *question_scores(index, text), extent)
 
 
+def ranked_extent(index: TextIndex, text: str, ranker, extent) -> tuple[np.ndarray, ...]:
+    """:func:`answer_extent` on the ranker's probabilities (both cached per question and models)."""
+    return _recent(
+        index,
+        ("extent", ranker, extent, text),
+        lambda: answer_extent(index, text, np.asarray(answer_probabilities(index, text, ranker), np.float64), extent),
+    )
+
+
 def answer_boxes(index: TextIndex, text: str, ranker, extent=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """What the learned text term paints for a question: ``(boxes (M, 4), probabilities (M,), heights (M,))`` -- every
     line with the ranker's probability, then, with an ``extent`` model, the hulls of likely lines with their
@@ -79,7 +89,7 @@ def answer_boxes(index: TextIndex, text: str, ranker, extent=None) -> tuple[np.n
     boxes, heights = index.boxes, index.boxes[:, 3] - index.boxes[:, 1]
     if extent is None or not len(p):
         return boxes, p, heights
-    _, hb, hp, hh = answer_extent(index, text, p, extent)
+    _, hb, hp, hh = ranked_extent(index, text, ranker, extent)
     return np.concatenate([boxes, hb]), np.concatenate([p, hp]), np.concatenate([heights, hh])
 
 
@@ -144,7 +154,7 @@ def text_query_map(texture: Texture, query: Query, weights: Weights | None = Non
 
 
 def _learned(index: TextIndex, question: str, text: TextTerm, ranker: Ranker, blind: str) -> TermOutput:
-    """The learned text term: the ranker's lines (and hulls) painted, and every line's probability."""
+    """The learned text term: the ranker's lines (and hulls) painted, and every line's (and hull's) probability."""
     p = answer_probabilities(index, question, ranker)
     i = int(np.argmax(p))
     notes: tuple[str, ...] = ()
@@ -161,6 +171,9 @@ def _learned(index: TextIndex, question: str, text: TextTerm, ranker: Ranker, bl
 
     boxes = np.asarray(index.boxes, np.float64)
     lines = LikelyLines(boxes, (boxes[:, 3] - boxes[:, 1]) * text.height, np.asarray(p, np.float64))
+    if extent is not None:
+        _, hb, hp, hh = ranked_extent(index, question, ranker, extent)
+        lines = LikelyLines(lines.boxes, lines.heights, lines.probs, hb, hh * text.height, hp)
     return TermOutput(_recent(index, ("map", ranker, extent, paint, question), make).copy(), notes, lines)
 
 
@@ -199,7 +212,7 @@ def text_evidence(texture: Texture, query: Query, weights: Weights | None = None
         ]
         extent = weights.text.extent if weights is not None else None
         if extent is not None:
-            pairs, hulls, hp, _ = answer_extent(index, query.text, np.asarray(p, np.float64), extent)
+            pairs, hulls, hp, _ = ranked_extent(index, query.text, ranker, extent)
             for k in np.argsort(-hp, kind="stable")[:3]:
                 i, j = int(pairs[k, 0]), int(pairs[k, 1])
                 if hp[k] >= 0.01:
