@@ -38,9 +38,9 @@ if TYPE_CHECKING:
 
 _RECENT_LOCK = threading.Lock()
 
-#: entries of a texture's recent text answers: a question's probabilities and painted map (learned), or its match
-#: and map (hand-set)
-RECENT_ANSWERS = 32
+#: entries of a texture's recent text answers: a question's probabilities, extent and painted map (learned), or its
+#: match and map (hand-set) -- the last 16 questions
+RECENT_ANSWERS = 48
 
 
 def _recent(index: TextIndex, key: tuple, make):
