@@ -222,8 +222,9 @@ def select(
         mode, tiles, expected = choose(candidates, shapes[0], texture.patch_size, lines)
         if len(expected) > 1:
             notes.append(
-                f"auto: {mode} layout; the likely answer lines are legible for "
-                + ", ".join(f"{v:.2f} of their probability with {n}" for n, v in expected.items())
+                f"auto: {mode} layout; expected legible answer (the likely lines and the lines that continue them, "
+                "by probability) "
+                + ", ".join(f"{v:.2f} with {n}" for n, v in expected.items())
                 + (
                     f"; a tie, and {mode} makes at least as much of the page's print legible"
                     if tied(expected.values())
