@@ -171,7 +171,7 @@ def test_the_text_term_paints_the_hull_of_a_line_and_its_neighbours(page_texture
 def test_the_likely_lines_carry_the_hulls_for_selection(page_texture):
     """What the text term hands selection (``LikelyLines``): the lines with the ranker's probabilities and, with an
     extent model, the hulls it paints, at the same probabilities, their print the smaller line's times
-    ``text.height``; ``regions()`` is the two together.  Without an extent model: no hulls."""
+    ``text.height``; ``regions`` is the two together.  Without an extent model: no hulls."""
     from foveate.query.query import Query
     from foveate.query.text.layout import text_index
     from foveate.query.text.term import answer_boxes, text_query_map
@@ -190,13 +190,13 @@ def test_the_likely_lines_carry_the_hulls_for_selection(page_texture):
     np.testing.assert_array_equal(lines.hulls, boxes[n:])
     np.testing.assert_array_equal(lines.hull_probs, probs[n:])
     np.testing.assert_allclose(lines.hull_heights, heights[n:] * w.text.height)
-    rb, rh, rp = lines.regions()
+    rb, rh, rp = lines.regions
     np.testing.assert_array_equal(rb, np.concatenate([lines.boxes, lines.hulls]))
     np.testing.assert_array_equal(rp, np.concatenate([lines.probs, lines.hull_probs]))
     assert len(rh) == len(rb) > n
     bare = text_query_map(page_texture, Query(text=question), w.replace(text_extent=None)).lines
     assert bare.hulls.shape == (0, 4) and not len(bare.hull_probs)
-    assert all(np.array_equal(a, b) for a, b in zip(bare.regions(), (bare.boxes, bare.heights, bare.probs)))
+    assert all(np.array_equal(a, b) for a, b in zip(bare.regions, (bare.boxes, bare.heights, bare.probs)))
 
 
 def test_explain_lists_the_hulls_after_the_lines(page_texture):

@@ -11,11 +11,12 @@ from foveate.selection.floor import FLOOR_FEATURES, floor_margin
 from foveate.train.floor import (
     GATE_GRID,
     MARGIN_GRID,
-    calibrate_margin,
     choose_gate,
     fit_gate,
     gate_data,
     gated_hits,
+    margin_scores,
+    safest_setting,
 )
 
 
@@ -83,13 +84,29 @@ def test_gate_trained_with_ties_sends_textless_photos_to_uniform_and_keeps_pages
 def test_choose_gate_picks_a_setting_that_loses_nothing_held_out():
     recs = _corpus()
     weights, report = choose_gate(recs, "learned", folds=4)
-    assert len(report["grid"]) == len(GATE_GRID)
-    chosen = next(
-        s for s in report["grid"] if (s["legible"], s["tie"]) == (report["chosen"]["legible"], report["chosen"]["tie"])
-    )
+    assert len(report["grid"]) == len(GATE_GRID) * len(MARGIN_GRID)  # (legible, tie) and margin chosen together
+    key = ("legible", "tie", "margin")
+    chosen = next(s for s in report["grid"] if all(s[k] == report["chosen"][k] for k in key))
     assert chosen["below_uniform"] == min(s["below_uniform"] for s in report["grid"])
     assert chosen["below_uniform"] == 0  # the corpus is separable by has_lines: some setting loses nothing
+    assert chosen["mean_hit"] == max(s["mean_hit"] for s in report["grid"] if s["below_uniform"] == 0)
     assert set(weights) == set(FLOOR_FEATURES)
+
+
+def test_the_tie_and_the_margin_are_chosen_together():
+    """A run trained without FUNSD (seed 300): tie 0.5 lost fewer held-out questions at margin 0, but tie 0.25 with
+    margin 0.5 loses none and keeps two points more than tie 0.5 needs margin 0.5 for.  Choosing the tie at margin 0
+    first took tie 0.5 and fell back on 40 % of the receipts at 273 tokens."""
+    grid = [
+        {"tie": 0.25, "margin": 0.0, "below_uniform": 2, "mean_hit": 92.588},
+        {"tie": 0.25, "margin": 0.5, "below_uniform": 0, "mean_hit": 92.175},
+        {"tie": 0.25, "margin": 0.75, "below_uniform": 0, "mean_hit": 91.667},
+        {"tie": 0.5, "margin": 0.0, "below_uniform": 1, "mean_hit": 91.877},
+        {"tie": 0.5, "margin": 0.5, "below_uniform": 0, "mean_hit": 90.218},
+    ]
+    assert (safest_setting(grid)["tie"], safest_setting(grid)["margin"]) == (0.25, 0.5)
+    same = [{"tie": 0.25, "margin": m, "below_uniform": 0, "mean_hit": 90.0} for m in (1.0, 0.0, 0.5)]
+    assert safest_setting(same)["margin"] == 0.0  # then the smallest margin
 
 
 def test_choose_gate_is_deterministic():
@@ -106,7 +123,8 @@ def test_margin_calibration_takes_the_smallest_margin_that_loses_nothing_held_ou
         held.append(0.3 + 0.03 * i)
         recs.append(_rec("pages", f"p{i}", True, False))  # foveating wins, the gate is sure
         held.append(1.2 + 0.1 * i)
-    margin, grid = calibrate_margin(recs, held, "learned")
+    grid = margin_scores(recs, held, "learned")
+    margin = safest_setting(grid)["margin"]
     assert margin == 1.0
     by = {s["margin"]: s for s in grid}
     assert [s["margin"] for s in grid] == list(MARGIN_GRID)
@@ -122,8 +140,6 @@ def test_choose_gate_folds_the_calibrated_margin_into_the_bias():
     recs = _corpus()
     weights, report = choose_gate(recs, "learned", folds=4)
     margin = report["chosen"]["margin"]
-    assert margin in MARGIN_GRID and len(report["margin_grid"]) == len(MARGIN_GRID)
+    assert margin in MARGIN_GRID
     x, y, w = gate_data(recs, "learned", report["chosen"]["legible"], report["chosen"]["tie"])
     assert weights["bias"] == pytest.approx(fit_gate(x, y, w)["bias"] - margin, abs=1e-5)
-    chosen = next(s for s in report["margin_grid"] if s["margin"] == margin)
-    assert chosen["below_uniform"] == min(s["below_uniform"] for s in report["margin_grid"])

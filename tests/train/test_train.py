@@ -68,6 +68,33 @@ def test_the_weights_file_records_how_it_was_made(tiny_run):
 
 
 @pytest.mark.slow
+def test_the_floor_gate_is_calibrated_on_the_weights_it_ships_with(tiny_run):
+    """Fitting the gate again on the training split, from records the saved file scores itself (its prompt term's
+    hand-set weight included, not the fitted one the run reports), gives the saved gate exactly."""
+    from foveate.core.config import EncodeConfig
+    from foveate.train.data import by_split, load_pages
+    from foveate.train.evaluate import records
+    from foveate.train.floor import choose_gate
+
+    cfg, res = tiny_run
+    w = Weights.load(res.path)
+    assert w.meta["scorer"]["fitted_prompt_weight"] != w.query["prompt"]  # the gate would see a different term
+    folders = resolve_sources(list(cfg.sources), cfg.cache, cfg.seed)
+    pages, _ = load_pages(folders, cfg.cache, EncodeConfig(), cfg.seed, None, cfg.prompts)
+    recs = records(
+        by_split(pages, "train"),
+        {"learned": w.replace(floor=None)},
+        cfg.budgets,
+        floor="off",
+        gate_features=True,
+        workers=1,
+    )
+    gate, report = choose_gate(recs, "learned", seed=cfg.seed)
+    assert report["chosen"] == w.meta["floor"]["chosen"]
+    assert gate == dict(w.floor.weights)
+
+
+@pytest.mark.slow
 def test_training_is_deterministic_for_a_seed(tiny_run, tmp_path):
     """... and does not depend on the number of worker processes (the tiny run forks 2, this one runs in one)."""
     cfg, res = tiny_run

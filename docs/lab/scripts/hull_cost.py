@@ -1,7 +1,7 @@
 """What completing and weighing the extent's hulls costs ``select`` (docs/lab/journal.md, "The extent's hulls
 completed by top-k and weighed by auto"): the bundled page, the 16 questions of ``foveate bench`` asked before (their
 embeddings, probabilities, extents and maps cached), ``auto`` at 273 tokens with the cut, in one process, alternating
-rounds with :meth:`LikelyLines.regions` as it is (lines and hulls) and returning the lines alone (the code before).
+rounds with :attr:`LikelyLines.regions` as it is (lines and hulls) and returning the lines alone (the code before).
 One process and alternating rounds, so that a busy machine slows both arms alike.
 
     python docs/lab/scripts/hull_cost.py [--rounds 40]
@@ -29,10 +29,8 @@ def main() -> None:
 
     tex = foveate.encode(invoice_page().image, device="cpu")
     weights = load_weights("default")
-    with_hulls = LikelyLines.regions
-
-    def lines_alone(self):
-        return self.boxes, self.heights, self.probs
+    with_hulls = LikelyLines.__dict__["regions"]
+    lines_alone = property(lambda self: (self.boxes, self.heights, self.probs))
 
     for q in TEXT_QUERIES:  # warm: every cache filled
         foveate.select(tex, q, 273, weights=weights)
@@ -40,13 +38,13 @@ def main() -> None:
     try:
         for rnd in range(args.rounds):
             for arm in list(times) if rnd % 2 == 0 else list(times)[::-1]:
-                LikelyLines.regions = with_hulls if arm == "lines and hulls" else lines_alone  # type: ignore[method-assign]
+                setattr(LikelyLines, "regions", with_hulls if arm == "lines and hulls" else lines_alone)
                 for q in TEXT_QUERIES:
                     t0 = time.perf_counter()
                     foveate.select(tex, q, 273, weights=weights)
                     times[arm].append((time.perf_counter() - t0) * 1000.0)
     finally:
-        LikelyLines.regions = with_hulls  # type: ignore[method-assign]
+        setattr(LikelyLines, "regions", with_hulls)
     for arm, ts in times.items():
         q = statistics.quantiles(ts, n=4)
         print(f"{arm}: median {statistics.median(ts):.3f} ms [p25 {q[0]:.3f} - p75 {q[2]:.3f}], {len(ts)} selects")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -65,8 +66,10 @@ class LikelyLines:
         """The probability of the likeliest line (0 for a page without lines)."""
         return float(self.probs.max()) if len(self.probs) else 0.0
 
+    @cached_property
     def regions(self) -> tuple[F64, F64, F64]:
-        """``(boxes, heights, probabilities)`` of the lines, then the hulls: what a layout should make legible."""
+        """``(boxes, heights, probabilities)`` of the lines, then the hulls: what a layout should make legible (made
+        once: ``auto`` reads it for every layout it weighs)."""
         if not len(self.hull_probs):
             return self.boxes, self.heights, self.probs
         return (

@@ -88,7 +88,7 @@ def legible_answer(
     """What ``choose`` weighs a layout by: ``(sum_i p_i * legible_share(region i)`` over the lines and the extent's
     hulls (:meth:`LikelyLines.regions`) with probability >= :data:`MIN_PROBABILITY`, the mean legible share of all
     the lines ``)``."""
-    boxes, heights, probs = lines.regions()
+    boxes, heights, probs = lines.regions
     share = legible_share(finest_levels(tiles, grid0), patch, boxes, heights)
     keep = np.asarray(probs) >= MIN_PROBABILITY
     expected = float(np.dot(np.asarray(probs, np.float64)[keep], share[keep]))
@@ -102,7 +102,7 @@ def answer_spans(lines: LikelyLines, grid0: tuple[int, int], patch: int) -> tupl
     legible at all (height >= ``LEGIBLE_PX`` at level 0), as ``(spans (M, 4) int64 (r0, r1, c0, c1) end-exclusive
     ranges of the level-0 tiles each box touches, their probabilities (M,))``."""
     gh, gw = grid0
-    boxes, heights, probs = lines.regions()
+    boxes, heights, probs = lines.regions
     keep = (probs >= MIN_PROBABILITY) & (heights >= LEGIBLE_PX)
     b = np.asarray(boxes, np.float64).reshape(-1, 4)[keep]
     r0 = np.clip(np.floor(b[:, 1] / patch), 0, gh).astype(np.int64)

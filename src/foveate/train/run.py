@@ -389,6 +389,9 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
     learned, scorer_report["text_term_search"] = calibrate_text_term(learned, train_p, cfg, log, cross)
     timings["scorer"] += time.perf_counter() - t0
 
+    if cfg.start is None:  # before the floor: the gate is calibrated on the weights it ships with
+        scorer_report["fitted_prompt_weight"] = round(keep_handset_prompt(learned, handset), 3)
+
     t0 = time.perf_counter()
     log("floor: the uniform-floor gate on the training split's (question, budget) pairs")
     recs = records(train_p, {"learned": learned}, cfg.budgets, floor="off", gate_features=True, workers=workers)
@@ -399,8 +402,6 @@ def _train(cfg: TrainConfig, log, progress) -> TrainResult:
         f"{gate_report['chosen']['margin']} by {gate_report['folds']}-fold cross-validation on the training images"
     )
     timings["floor"] = time.perf_counter() - t0
-    if cfg.start is None:
-        scorer_report["fitted_prompt_weight"] = round(keep_handset_prompt(learned, handset), 3)
 
     t0 = time.perf_counter()
     log("validation: hand-set vs learned vs uniform, same textures")

@@ -170,10 +170,12 @@ def _learned(index: TextIndex, question: str, text: TextTerm, ranker: Ranker, bl
         return answer_map(index, probs, *paint, boxes, heights)
 
     boxes = np.asarray(index.boxes, np.float64)
-    lines = LikelyLines(boxes, (boxes[:, 3] - boxes[:, 1]) * text.height, np.asarray(p, np.float64))
-    if extent is not None:
+    heights, probs = (boxes[:, 3] - boxes[:, 1]) * text.height, np.asarray(p, np.float64)
+    if extent is None:
+        lines = LikelyLines(boxes, heights, probs)
+    else:
         _, hb, hp, hh = ranked_extent(index, question, ranker, extent)
-        lines = LikelyLines(lines.boxes, lines.heights, lines.probs, hb, hh * text.height, hp)
+        lines = LikelyLines(boxes, heights, probs, hb, hh * text.height, hp)
     return TermOutput(_recent(index, ("map", ranker, extent, paint, question), make).copy(), notes, lines)
 
 
