@@ -86,7 +86,7 @@ def legible_answer(
     tiles: list[tuple[int, int, int]], grid0: tuple[int, int], patch: int, lines: LikelyLines
 ) -> tuple[float, float]:
     """What ``choose`` weighs a layout by: ``(sum_i p_i * legible_share(region i)`` over the lines and the extent's
-    hulls (:meth:`LikelyLines.regions`) with probability >= :data:`MIN_PROBABILITY`, the mean legible share of all
+    hulls (:attr:`LikelyLines.regions`) with probability >= :data:`MIN_PROBABILITY`, the mean legible share of all
     the lines ``)``."""
     boxes, heights, probs = lines.regions
     share = legible_share(finest_levels(tiles, grid0), patch, boxes, heights)
@@ -97,7 +97,7 @@ def legible_answer(
 
 
 def answer_spans(lines: LikelyLines, grid0: tuple[int, int], patch: int) -> tuple[np.ndarray, np.ndarray]:
-    """The likely lines and hulls (:meth:`LikelyLines.regions`) the top-k layout completes first
+    """The likely lines and hulls (:attr:`LikelyLines.regions`) the top-k layout completes first
     (:func:`foveate.selection.topk.lines_first`): those with probability >= :data:`MIN_PROBABILITY` whose print can be
     legible at all (height >= ``LEGIBLE_PX`` at level 0), as ``(spans (M, 4) int64 (r0, r1, c0, c1) end-exclusive
     ranges of the level-0 tiles each box touches, their probabilities (M,))``."""
