@@ -28,51 +28,48 @@ EVAL_SETS = ("../shared/data/funsd_forms", "../shared/data/wildreceipt", "../sha
 BUDGETS = (64, 144, 273, 576)
 
 
-def cross_fitted(recs: list[dict], legible: float, tie: float, seed: int, assignment: int) -> list[float]:
-    """Each record's margin under the gate fitted without its fold (4 folds by image; assignment 0 is the run's)."""
-    from foveate.selection.floor import floor_margin
+def held_out_grid(recs: list[dict], seed: int, assignments: int) -> list[dict]:
+    """Every (tie, margin) of the grid, each record judged by the gate fitted without its fold (4 folds by image;
+    assignment 0 is the run's), its held-out questions below uniform and mean hit averaged over ``assignments``."""
     from foveate.train import floor as tf
 
-    def fold(r: dict) -> int:
-        key = f"{seed}:{r['set']}:{r['image']}" if assignment == 0 else f"{seed}:{assignment}:{r['set']}:{r['image']}"
+    def fold(r: dict, a: int) -> int:
+        key = f"{seed}:{r['set']}:{r['image']}" if a == 0 else f"{seed}:{a}:{r['set']}:{r['image']}"
         return int(hashlib.sha256(key.encode()).hexdigest(), 16) % 4
 
-    which = [fold(r) for r in recs]
-    margins = [0.0] * len(recs)
-    for k in range(4):
-        fitted = tf.fit_gate(*tf.gate_data([r for r, f in zip(recs, which) if f != k], "learned", legible, tie))
-        for i, f in enumerate(which):
-            if f == k:
-                margins[i] = floor_margin(fitted, recs[i]["features"])
-    return margins
-
-
-def score(recs: list[dict], held: list[list[float]], offset: float) -> tuple[float, float]:
-    """(below-uniform questions, mean hit), averaged over the fold assignments in ``held``."""
-    from foveate.train import floor as tf
-
-    cells = [tf._below_and_mean(tf.gated_hits({}, recs, "learned", m, offset)) for m in held]
-    return float(np.mean([b for b, _ in cells])), float(np.mean([h for _, h in cells]))
+    grid = []
+    for legible, tie in tf.GATE_GRID:
+        runs = [
+            tf.margin_scores(
+                recs, tf.held_out_margins(recs, "learned", legible, tie, [fold(r, a) for r in recs]), "learned"
+            )
+            for a in range(assignments)
+        ]
+        for cells in zip(*runs):
+            grid.append(
+                {
+                    "legible": legible,
+                    "tie": tie,
+                    "margin": cells[0]["margin"],
+                    "below_uniform": float(np.mean([c["below_uniform"] for c in cells])),
+                    "mean_hit": float(np.mean([c["mean_hit"] for c in cells])),
+                }
+            )
+    return grid
 
 
 def choose(recs: list[dict], seed: int, rule: str) -> tuple[dict[str, float], str]:
     from foveate.train import floor as tf
 
-    assignments = 3 if rule == "joint3" else 1
-    held = {g: [cross_fitted(recs, *g, seed, a) for a in range(assignments)] for g in tf.GATE_GRID}
-    grid = [
-        (*score(recs, held[g], m), g, m)
-        for g in tf.GATE_GRID
-        for m in (tf.MARGIN_GRID if rule != "sequential" else (0.0,))
-    ]
-    below, mean, gate, margin = min(grid, key=lambda s: (s[0], -s[1], s[3]))
-    if rule == "sequential":  # the margin for the tie chosen at margin 0
-        below, mean, gate, margin = min(
-            ((*score(recs, held[gate], m), gate, m) for m in tf.MARGIN_GRID), key=lambda s: (s[0], -s[1], s[3])
-        )
-    weights = tf.fit_gate(*tf.gate_data(recs, "learned", *gate))
-    weights["bias"] = round(weights["bias"] - margin, 6)
-    return weights, f"tie {gate[1]}, margin {margin}: {below:g} held-out questions below uniform, mean hit {mean:.2f}"
+    grid = held_out_grid(recs, seed, 3 if rule == "joint3" else 1)
+    if rule == "sequential":  # the tie chosen at margin 0, then the margin for that tie
+        at0 = tf.safest_setting([g for g in grid if g["margin"] == 0.0])
+        grid = [g for g in grid if g["tie"] == at0["tie"]]
+    best = tf.safest_setting(grid)
+    weights = tf.fit_gate(*tf.gate_data(recs, "learned", best["legible"], best["tie"]))
+    weights["bias"] = round(weights["bias"] - best["margin"], 6)
+    said = f"{best['below_uniform']:g} held-out questions below uniform, mean hit {best['mean_hit']:.2f}"
+    return weights, f"tie {best['tie']}, margin {best['margin']}: {said}"
 
 
 def main() -> None:

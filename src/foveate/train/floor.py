@@ -120,6 +120,18 @@ def _below_and_mean(cells: dict[tuple[str, int], list[int]]) -> tuple[int, float
     return below, round(mean, 3)
 
 
+def held_out_margins(recs: list[dict], method: str, legible: float, tie: float, which: list[int]) -> list[float]:
+    """Each record's margin under the gate (``legible``, ``tie``) fitted without its fold (``which``: each record's
+    fold)."""
+    margins = [0.0] * len(recs)
+    for k in sorted(set(which)):
+        fitted = fit_gate(*gate_data([r for r, f in zip(recs, which) if f != k], method, legible, tie))
+        for i, f in enumerate(which):
+            if f == k:
+                margins[i] = floor_margin(fitted, recs[i]["features"])
+    return margins
+
+
 def margin_scores(recs: list[dict], held_out: list[float], method: str) -> list[dict]:
     """For each margin of :data:`MARGIN_GRID`: the questions by which the gated selection, each record judged by the
     gate fitted without its fold (``held_out``: those cross-fitted margins), is below the uniform layout (per set and
@@ -133,7 +145,7 @@ def margin_scores(recs: list[dict], held_out: list[float], method: str) -> list[
 
 def safest_setting(scores: list[dict]) -> dict:
     """Fewest questions below the uniform layout, then the highest mean hit, then the smallest margin."""
-    return min(scores, key=lambda s: (s["below_uniform"], -s["mean_hit"], s.get("margin", 0.0)))
+    return min(scores, key=lambda s: (s["below_uniform"], -s["mean_hit"], s["margin"]))
 
 
 def choose_gate(recs: list[dict], method: str, folds: int = 4, seed: int = 0) -> tuple[dict[str, float], dict]:
@@ -148,12 +160,7 @@ def choose_gate(recs: list[dict], method: str, folds: int = 4, seed: int = 0) ->
     which = [fold(r) for r in recs]
     grid = []
     for legible, tie in GATE_GRID:
-        margins = [0.0] * len(recs)  # each record's margin under the gate fitted without its fold
-        for k in range(folds):
-            fitted = fit_gate(*gate_data([r for r, f in zip(recs, which) if f != k], method, legible, tie))
-            for i, f in enumerate(which):
-                if f == k:
-                    margins[i] = floor_margin(fitted, recs[i]["features"])
+        margins = held_out_margins(recs, method, legible, tie, which)
         grid += [{"legible": legible, "tie": tie, **s} for s in margin_scores(recs, margins, method)]
     best = safest_setting(grid)
     x, y, w = gate_data(recs, method, best["legible"], best["tie"])
