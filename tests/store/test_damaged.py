@@ -32,7 +32,8 @@ def _store(tmp_path: Path, n: int = 3) -> tuple[Path, list[Path], list[str]]:
         Image.fromarray(random_image(40, 48 + 8 * i, seed=70 + i)).save(paths[-1])
     with TextureStore(tmp_path / "s") as st:
         summary = encode_into_store(st, paths, FAST, workers=1)
-    return tmp_path / "s", paths, [r.id for r in summary.results]
+    by_path = {r.path: r.id for r in summary.results}  # results come as each image finishes, not in order
+    return tmp_path / "s", paths, [by_path[p] for p in paths]
 
 
 def _sql(store: Path, *statements: str, args: tuple = ()) -> None:
